@@ -1,0 +1,11 @@
+//! One module per subcommand.
+pub mod record;
+pub mod start;
+pub mod stop;
+pub mod extract;
+pub mod reset;
+pub mod show;
+pub mod list;
+pub mod stat;
+pub mod report;
+pub mod tui;

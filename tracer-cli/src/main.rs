@@ -1,0 +1,63 @@
+//! `tracer-cli`: a trace-cmd style frontend for ftrace with deferred user
+//! stack traces.
+//!
+//! The binary stays thin: argument parsing lives here, each subcommand lives
+//! in its own module under [`cmd`], and the real work is done by the library
+//! crates (`tracefs`, `tracedata`, `stitch`, `tui`).
+
+mod cmd;
+
+use clap::{Parser, Subcommand};
+
+/// Command line of `tracer-cli`.
+#[derive(Parser)]
+#[command(name = "tracer-cli", version, about = "ftrace recorder and reporter with deferred user stacks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Record a trace into a trace.dat file.
+    Record(cmd::record::Args),
+    /// Start tracing without recording (leave the data in the ring buffer).
+    Start(cmd::start::Args),
+    /// Stop tracing (turn `tracing_on` off) without clearing anything.
+    Stop(cmd::stop::Args),
+    /// Extract the current ring buffer contents into a trace.dat file.
+    Extract(cmd::extract::Args),
+    /// Disable all events and options and clear the buffers.
+    Reset(cmd::reset::Args),
+    /// Show the contents of the `trace` file.
+    Show(cmd::show::Args),
+    /// List events, options or tracers.
+    List(cmd::list::Args),
+    /// Show the state of the tracing system.
+    Stat(cmd::stat::Args),
+    /// Read a trace.dat file and print its events.
+    Report(cmd::report::Args),
+    /// Browse a trace.dat file interactively, grouped by cookie.
+    Tui(cmd::tui::Args),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Record(a) => cmd::record::run(a),
+        Command::Start(a) => cmd::start::run(a),
+        Command::Stop(a) => cmd::stop::run(a),
+        Command::Extract(a) => cmd::extract::run(a),
+        Command::Reset(a) => cmd::reset::run(a),
+        Command::Show(a) => cmd::show::run(a),
+        Command::List(a) => cmd::list::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
+        Command::Report(a) => cmd::report::run(a),
+        Command::Tui(a) => cmd::tui::run(a),
+    };
+    if let Err(err) = result {
+        // One line, whatever went wrong: the chain is joined with ": ".
+        eprintln!("tracer-cli: {err:#}");
+        std::process::exit(1);
+    }
+}
