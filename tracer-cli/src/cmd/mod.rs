@@ -6,6 +6,7 @@ pub mod extract;
 pub mod reset;
 pub mod show;
 pub mod list;
+pub mod stacks;
 pub mod stat;
 pub mod report;
 pub mod tui;
