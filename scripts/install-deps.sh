@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages that tracer-cli and its tests need on the host.
+# Idempotent: packages already present are not downloaded again.
+set -euo pipefail
+
+pkgs=(trace-cmd libtraceevent-dev libtracefs-dev pkg-config libzstd-dev zlib1g-dev tmux gcc)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "install-deps: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# tracefs must be mounted for recording; mount it when it is not.
+if [ ! -e /sys/kernel/tracing/trace ] && [ "$(id -u)" = 0 ]; then
+	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+fi

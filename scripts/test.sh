@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The project's test command (README, .ci/run):
+#   1. the Rust workspace tests (unit, integration, host tracefs tests as root);
+#   2. the kernel boot tests: patched kernel + tracer-cli end to end under QEMU.
+# Prints the time of each phase and a final "N passed, N failed" line.
+# Set USTACK_SKIP_BOOT=1 to run only the Rust tests (never in CI).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+log=$(mktemp -d)
+trap 'rm -rf "$log"' EXIT
+status=0
+passed=0 failed=0 skipped=0
+
+phase() { printf '\n=== %s\n' "$1"; }
+elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
+
+scripts/install-deps.sh || { echo "test: installing dependencies failed"; exit 1; }
+
+phase "cargo test --workspace"
+t0=$(date +%s)
+cargo test --workspace --release 2>&1 | tee "$log/cargo"
+[ "${PIPESTATUS[0]}" = 0 ] || status=1
+while read -r p f i; do
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
+done < <(sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed; \([0-9]*\) failed; \([0-9]*\) ignored.*/\1 \2 \3/p' "$log/cargo")
+echo "cargo tests: $passed passed, $failed failed, $skipped ignored ($(elapsed "$t0"))"
+
+if [ "${USTACK_SKIP_BOOT:-0}" = 1 ] && [ "${CI:-}" != true ]; then
+	echo "SKIP: kernel boot tests (USTACK_SKIP_BOOT=1)"
+else
+	phase "kernel boot tests (tests/boot/run.sh)"
+	t0=$(date +%s)
+	tests/boot/run.sh 2>&1 | tee "$log/boot"
+	[ "${PIPESTATUS[0]}" = 0 ] || status=1
+	read -r bp bf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/boot" | tail -1)
+	if [ -z "${bp:-}" ]; then
+		echo "boot tests: no result line"
+		status=1 bf=1 bp=0
+	fi
+	passed=$((passed + bp)) failed=$((failed + bf))
+	echo "boot tests: $bp passed, $bf failed ($(elapsed "$t0"))"
+fi
+
+[ "$failed" = 0 ] || status=1
+echo
+echo "$passed passed, $failed failed"
+exit $status
