@@ -1,1 +1,38 @@
-//! TODO
+//! Stitching of kernel events with the user stacks unwound for them.
+//!
+//! A kernel with deferred user unwinding writes, after each traced event
+//! that wants a user stack, a `ftrace:user_unwind_cookie` event carrying an
+//! opaque cookie. The user stack itself comes later, as one
+//! `ftrace:user_unwind_stack` event per kernel entry, written when the task
+//! goes back to user space (possibly on another CPU, after a migration). The
+//! cookie is unique per thread per kernel entry, and many events of one entry
+//! share it. This crate puts the pieces back together:
+//!
+//! * [`stitcher`]: the algorithm, over a small input type ([`Input`]) so that it
+//!   can be tested with hand-built sequences. It groups kernel events by
+//!   `(pid, cookie)`, attaches the matching stack and classifies each group
+//!   ([`Status`]): complete, pending (the trace ended before the task went
+//!   back to user space), stack lost (events were dropped while the group was
+//!   waiting, or the stack never came), or orphan stack (the stack came but
+//!   the request side was lost). Losses are handled explicitly: a stack is
+//!   only attached when its cookie matches, and per-CPU correlation (which
+//!   event a cookie or a `kernel_stack` belongs to) is reset by a loss. Stock
+//!   kernels' synchronous `user_stack` and `kernel_stack` events are stitched
+//!   too, so that the same views work on any kernel.
+//! * [`trace`]: the adapter from a `tracedata` trace.dat file to [`Input`].
+//! * [`symbols`]: lazy, cached symbolization of kernel addresses (kallsyms
+//!   saved in the file) and user addresses (PROCMAPS saved in the file or
+//!   `/proc/PID/maps`, then ELF symbol tables).
+//!
+//! The algorithm follows perf's deferred callchain merge (per thread, merge
+//! on matching cookie, flush unmatched samples kernel-only at the end) but
+//! works across CPUs and treats lost events explicitly.
+
+pub mod stitcher;
+pub mod symbols;
+pub mod trace;
+
+pub use crate::stitcher::{
+    EventRef, Group, GroupKind, Input, Loss, StackId, Stacks, Status, Stitched, Stitcher,
+    UserStackRef,
+};

@@ -1,0 +1,587 @@
+//! The stitching algorithm, independent of any file format.
+//!
+//! Feed [`Input`]s in time order (all CPUs merged) to a [`Stitcher`], then
+//! call [`Stitcher::finish`] to get the [`Stitched`] groups.
+//!
+//! # Rules
+//!
+//! * A kernel event is the one a `user_unwind_cookie`, `user_stack` or
+//!   `kernel_stack` belongs to when it is the last kernel event on the same
+//!   CPU, of the same pid, with no loss on that CPU in between. A loss on a
+//!   CPU forgets that CPU's last event, so nothing is ever attached across a
+//!   gap.
+//! * Deferred groups are keyed by `(pid, cookie)`. At most one group per pid
+//!   is open (waiting for its stack); a cookie event with another cookie for
+//!   the same pid means the task went back to user space and entered the
+//!   kernel again, so the open group's stack was lost.
+//! * A `user_unwind_stack` is attached only to the group with the same pid
+//!   and cookie: the open group, or the one closed just before (the stack can
+//!   appear slightly out of order when it was written on another CPU). Any
+//!   other stack is an orphan: its request side was lost.
+//! * At the end of the trace, an open group is pending, unless events were
+//!   dropped (on any CPU, since the task may have migrated) while it was
+//!   open: then its stack is counted as lost.
+
+use std::collections::HashMap;
+
+/// Index of a stack in [`Stacks`].
+pub type StackId = u32;
+
+/// Arena of stacks (raw addresses, innermost frame first).
+#[derive(Debug, Default, Clone)]
+pub struct Stacks {
+    addrs: Vec<u64>,
+    ranges: Vec<(u32, u32)>,
+}
+
+impl Stacks {
+    /// Stores a stack and returns its id.
+    pub fn push(&mut self, stack: &[u64]) -> StackId {
+        let start = self.addrs.len() as u32;
+        self.addrs.extend_from_slice(stack);
+        self.ranges.push((start, stack.len() as u32));
+        (self.ranges.len() - 1) as StackId
+    }
+
+    /// The addresses of stack `id` (empty for an unknown id).
+    pub fn get(&self, id: StackId) -> &[u64] {
+        match self.ranges.get(id as usize) {
+            Some(&(start, len)) => &self.addrs[start as usize..(start + len) as usize],
+            None => &[],
+        }
+    }
+
+    /// Number of stacks stored.
+    pub fn len(&self) -> usize {
+        self.ranges.len()
+    }
+
+    /// True when no stack is stored.
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+}
+
+/// One input record of the stitcher.
+///
+/// `seq` is the caller's handle of the record (its position in the merged
+/// stream, say); it is carried through to the output so that the caller can
+/// find the record again. `pid` is the record's `common_pid`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// Any traced event that is not one of the special ones below.
+    Kernel {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer the record came from.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+    },
+    /// `ftrace:user_unwind_cookie`: the event before it on this CPU asked
+    /// for a deferred user stack.
+    Cookie {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+        /// The cookie (opaque, unique per thread per kernel entry).
+        cookie: u64,
+    },
+    /// `ftrace:user_unwind_stack`: the deferred user stack of a kernel entry.
+    UserStack {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer (may differ from the cookie's, after a migration).
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+        /// The cookie of the kernel entry.
+        cookie: u64,
+        /// Return addresses, innermost first (may be empty).
+        stack: &'a [u64],
+    },
+    /// `ftrace:user_stack` of stock kernels: the user stack of the event
+    /// just before it on the same CPU.
+    SyncUserStack {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+        /// Return addresses, innermost first, trailing zeros removed.
+        stack: &'a [u64],
+    },
+    /// `ftrace:kernel_stack`: the kernel stack of the event just before it
+    /// on the same CPU.
+    KernelStack {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+        /// Kernel addresses, innermost first.
+        stack: &'a [u64],
+    },
+    /// Events were dropped on `cpu` just before `ts`.
+    Lost {
+        /// CPU that dropped events.
+        cpu: u32,
+        /// Timestamp of the first record after the gap.
+        ts: u64,
+        /// Number of events dropped, when the kernel stored it.
+        count: Option<u64>,
+    },
+}
+
+/// Status of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// Events and their user stack.
+    Complete,
+    /// The trace ended before the task went back to user space.
+    Pending,
+    /// The user stack never came: events were dropped while waiting for it,
+    /// or the task entered the kernel again without it.
+    StackLost,
+    /// A user stack whose request side (cookie events) was not seen.
+    OrphanStack,
+}
+
+impl Status {
+    /// Short lower-case name, as printed by reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Pending => "pending",
+            Status::StackLost => "stack-lost",
+            Status::OrphanStack => "orphan-stack",
+        }
+    }
+}
+
+/// How the user stack of a group was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    /// Deferred unwinding: events sharing a cookie, stack at return to user.
+    Deferred,
+    /// Stock kernel `user_stack`: one event with its own stack.
+    Sync,
+}
+
+/// A kernel event of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventRef {
+    /// Caller's handle of the event.
+    pub seq: u64,
+    /// CPU buffer.
+    pub cpu: u32,
+    /// Timestamp.
+    pub ts: u64,
+    /// Its kernel stack, when a `kernel_stack` followed it.
+    pub kernel_stack: Option<StackId>,
+}
+
+/// The user stack of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserStackRef {
+    /// Caller's handle of the stack record.
+    pub seq: u64,
+    /// CPU buffer the stack record came from.
+    pub cpu: u32,
+    /// Timestamp of the stack record.
+    pub ts: u64,
+    /// The addresses.
+    pub stack: StackId,
+}
+
+/// Kernel events that share one user stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    /// Task.
+    pub pid: i32,
+    /// Deferred or synchronous.
+    pub kind: GroupKind,
+    /// The cookie (`None` for synchronous groups).
+    pub cookie: Option<u64>,
+    /// Kernel events, in time order.
+    pub events: Vec<EventRef>,
+    /// Number of cookie events seen, including those whose kernel event was
+    /// not found (dropped, or not the last one on its CPU).
+    pub cookie_events: u32,
+    /// The user stack, if it came.
+    pub user_stack: Option<UserStackRef>,
+    /// Classification.
+    pub status: Status,
+    /// Timestamp of the first record of the group (event, cookie or stack).
+    pub first_ts: u64,
+    /// Timestamp of the last record of the group.
+    pub last_ts: u64,
+    /// Events were dropped somewhere while the group was waiting for its
+    /// stack (a complete group may then miss some of its events).
+    pub loss_while_open: bool,
+}
+
+/// Events dropped on one CPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loss {
+    /// CPU.
+    pub cpu: u32,
+    /// Timestamp of the first record after the gap.
+    pub ts: u64,
+    /// Count, when known.
+    pub count: Option<u64>,
+}
+
+/// Result of stitching.
+#[derive(Debug, Default, Clone)]
+pub struct Stitched {
+    /// Groups, ordered by the time of their first record.
+    pub groups: Vec<Group>,
+    /// Stack arena for all stack ids.
+    pub stacks: Stacks,
+    /// `(event seq, kernel stack)` for every event that got a kernel stack
+    /// (grouped or not), sorted by seq.
+    pub kernel_stacks: Vec<(u64, StackId)>,
+    /// Every loss, in input order.
+    pub losses: Vec<Loss>,
+    /// Cookie events whose kernel event was not found.
+    pub cookies_without_event: u64,
+    /// `kernel_stack` records whose event was not found.
+    pub kernel_stacks_without_event: u64,
+}
+
+impl Stitched {
+    /// The kernel stack of event `seq`, if it had one.
+    pub fn kernel_stack_of(&self, seq: u64) -> Option<StackId> {
+        self.kernel_stacks
+            .binary_search_by_key(&seq, |&(s, _)| s)
+            .ok()
+            .map(|i| self.kernel_stacks[i].1)
+    }
+
+    /// Total events dropped per CPU (`None` in the count means some loss of
+    /// unknown size was seen). Sorted by CPU.
+    pub fn drops_per_cpu(&self) -> Vec<(u32, u64, bool)> {
+        let mut map: HashMap<u32, (u64, bool)> = HashMap::new();
+        for l in &self.losses {
+            let e = map.entry(l.cpu).or_default();
+            match l.count {
+                Some(c) => e.0 += c,
+                None => e.1 = true,
+            }
+        }
+        let mut v: Vec<_> = map.into_iter().map(|(c, (n, u))| (c, n, u)).collect();
+        v.sort_unstable();
+        v
+    }
+}
+
+/// The last kernel event seen on a CPU.
+#[derive(Debug, Clone, Copy)]
+struct Last {
+    pid: i32,
+    ev: EventRef,
+    /// Where the event was copied to: (group, index in group.events).
+    placed: [Option<(usize, usize)>; 2],
+    got_cookie: bool,
+    got_sync: bool,
+    got_kstack: bool,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct TaskState {
+    /// The group waiting for its stack.
+    open: Option<usize>,
+    /// The loss epoch when `open` was created or last checked.
+    open_epoch: u64,
+    /// The group closed last without a stack (a late stack may still
+    /// match it by cookie).
+    prev: Option<usize>,
+}
+
+/// Incremental stitcher: push inputs in time order, then finish.
+#[derive(Debug, Default)]
+pub struct Stitcher {
+    out: Stitched,
+    cpus: HashMap<u32, Last>,
+    tasks: HashMap<i32, TaskState>,
+    /// Incremented on every loss: a group opened at epoch `e` has seen a
+    /// loss iff the epoch moved on.
+    loss_epoch: u64,
+}
+
+impl Stitcher {
+    /// An empty stitcher.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds one input.
+    pub fn push(&mut self, input: Input<'_>) {
+        match input {
+            Input::Kernel { seq, cpu, ts, pid } => {
+                self.cpus.insert(
+                    cpu,
+                    Last {
+                        pid,
+                        ev: EventRef {
+                            seq,
+                            cpu,
+                            ts,
+                            kernel_stack: None,
+                        },
+                        placed: [None, None],
+                        got_cookie: false,
+                        got_sync: false,
+                        got_kstack: false,
+                    },
+                );
+            }
+            Input::KernelStack {
+                cpu, pid, stack, ..
+            } => self.kernel_stack(cpu, pid, stack),
+            Input::Cookie {
+                cpu,
+                ts,
+                pid,
+                cookie,
+                ..
+            } => self.cookie(cpu, ts, pid, cookie),
+            Input::UserStack {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+                stack,
+            } => self.user_stack(seq, cpu, ts, pid, cookie, stack),
+            Input::SyncUserStack {
+                seq,
+                cpu,
+                ts,
+                pid,
+                stack,
+            } => self.sync_stack(seq, cpu, ts, pid, stack),
+            Input::Lost { cpu, ts, count } => {
+                self.out.losses.push(Loss { cpu, ts, count });
+                self.cpus.remove(&cpu);
+                self.loss_epoch += 1;
+            }
+        }
+    }
+
+    /// Closes every open group and returns the result.
+    pub fn finish(mut self) -> Stitched {
+        let mut open: Vec<(usize, u64)> = self
+            .tasks
+            .values()
+            .filter_map(|t| t.open.map(|g| (g, t.open_epoch)))
+            .collect();
+        open.sort_unstable();
+        for (g, epoch) in open {
+            let lost = epoch != self.loss_epoch;
+            let grp = &mut self.out.groups[g];
+            grp.loss_while_open |= lost;
+            grp.status = if lost {
+                Status::StackLost
+            } else {
+                Status::Pending
+            };
+        }
+        self.out.kernel_stacks.sort_unstable_by_key(|&(s, _)| s);
+        // Creation order is nearly time order already; make it exact.
+        self.out.groups.sort_by_key(|g| g.first_ts);
+        self.out
+    }
+
+    fn kernel_stack(&mut self, cpu: u32, pid: i32, stack: &[u64]) {
+        let Some(last) = self.cpus.get_mut(&cpu) else {
+            self.out.kernel_stacks_without_event += 1;
+            return;
+        };
+        if last.pid != pid || last.got_kstack {
+            self.out.kernel_stacks_without_event += 1;
+            return;
+        }
+        let id = self.out.stacks.push(stack);
+        last.got_kstack = true;
+        last.ev.kernel_stack = Some(id);
+        for (g, i) in last.placed.iter().flatten() {
+            self.out.groups[*g].events[*i].kernel_stack = Some(id);
+        }
+        self.out.kernel_stacks.push((last.ev.seq, id));
+    }
+
+    fn new_group(&mut self, pid: i32, kind: GroupKind, cookie: Option<u64>, ts: u64) -> usize {
+        self.out.groups.push(Group {
+            pid,
+            kind,
+            cookie,
+            events: Vec::new(),
+            cookie_events: 0,
+            user_stack: None,
+            status: Status::Pending,
+            first_ts: ts,
+            last_ts: ts,
+            loss_while_open: false,
+        });
+        self.out.groups.len() - 1
+    }
+
+    /// Closes the open group of a task as stack-lost, keeping it as the
+    /// task's `prev` so that a late stack can still match it.
+    fn close_lost(&mut self, pid: i32) {
+        let epoch = self.loss_epoch;
+        let Some(t) = self.tasks.get_mut(&pid) else {
+            return;
+        };
+        if let Some(g) = t.open.take() {
+            let grp = &mut self.out.groups[g];
+            grp.status = Status::StackLost;
+            grp.loss_while_open |= t.open_epoch != epoch;
+            t.prev = Some(g);
+        }
+    }
+
+    fn cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
+        // The event this cookie belongs to.
+        let mut event = None;
+        if let Some(last) = self.cpus.get_mut(&cpu) {
+            if last.pid == pid && !last.got_cookie {
+                last.got_cookie = true;
+                event = Some(last.ev);
+            }
+        }
+        if event.is_none() {
+            self.out.cookies_without_event += 1;
+        }
+        let epoch = self.loss_epoch;
+        let state = self.tasks.get(&pid).copied().unwrap_or_default();
+        let open_match = state
+            .open
+            .filter(|&g| self.out.groups[g].cookie == Some(cookie));
+        let prev_match = state
+            .prev
+            .filter(|&g| self.out.groups[g].cookie == Some(cookie));
+        let g = if let Some(g) = open_match.or(prev_match) {
+            g
+        } else {
+            // A new kernel entry: whatever was open never got its stack.
+            self.close_lost(pid);
+            let g = self.new_group(pid, GroupKind::Deferred, Some(cookie), ts);
+            let t = self.tasks.entry(pid).or_default();
+            t.open = Some(g);
+            t.open_epoch = epoch;
+            g
+        };
+        let grp = &mut self.out.groups[g];
+        grp.cookie_events += 1;
+        grp.last_ts = grp.last_ts.max(ts);
+        if let Some(ev) = event {
+            grp.first_ts = grp.first_ts.min(ev.ts);
+            grp.events.push(ev);
+            let idx = grp.events.len() - 1;
+            if let Some(last) = self.cpus.get_mut(&cpu) {
+                let slot = if last.placed[0].is_none() { 0 } else { 1 };
+                last.placed[slot] = Some((g, idx));
+            }
+        }
+    }
+
+    fn user_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {
+        let epoch = self.loss_epoch;
+        let state = self.tasks.get(&pid).copied().unwrap_or_default();
+        let matches = |g: usize, out: &Stitched| {
+            out.groups[g].cookie == Some(cookie) && out.groups[g].user_stack.is_none()
+        };
+        let id = self.out.stacks.push(stack);
+        let stack_ref = UserStackRef {
+            seq,
+            cpu,
+            ts,
+            stack: id,
+        };
+        if let Some(g) = state.open.filter(|&g| matches(g, &self.out)) {
+            let grp = &mut self.out.groups[g];
+            grp.user_stack = Some(stack_ref);
+            grp.status = Status::Complete;
+            grp.loss_while_open |= state.open_epoch != epoch;
+            grp.last_ts = grp.last_ts.max(ts);
+            let t = self.tasks.entry(pid).or_default();
+            t.open = None;
+            t.prev = None;
+        } else if let Some(g) = state.prev.filter(|&g| matches(g, &self.out)) {
+            // Late stack of the group closed just before: the cookie matches,
+            // so it is safe to attach.
+            let grp = &mut self.out.groups[g];
+            grp.user_stack = Some(stack_ref);
+            grp.status = Status::Complete;
+            grp.last_ts = grp.last_ts.max(ts);
+            self.tasks.entry(pid).or_default().prev = None;
+        } else {
+            // The request side of this stack was lost. The task is back in
+            // user space, so an open group of another cookie lost its stack.
+            self.close_lost(pid);
+            let g = self.new_group(pid, GroupKind::Deferred, Some(cookie), ts);
+            let grp = &mut self.out.groups[g];
+            grp.user_stack = Some(stack_ref);
+            grp.status = Status::OrphanStack;
+        }
+    }
+
+    fn sync_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, stack: &[u64]) {
+        let id = self.out.stacks.push(stack);
+        let stack_ref = UserStackRef {
+            seq,
+            cpu,
+            ts,
+            stack: id,
+        };
+        let event = match self.cpus.get_mut(&cpu) {
+            Some(last) if last.pid == pid && !last.got_sync => {
+                last.got_sync = true;
+                Some(last.ev)
+            }
+            _ => None,
+        };
+        let g = self.new_group(pid, GroupKind::Sync, None, ts);
+        let grp = &mut self.out.groups[g];
+        grp.user_stack = Some(stack_ref);
+        match event {
+            Some(ev) => {
+                grp.first_ts = ev.ts;
+                grp.events.push(ev);
+                grp.status = Status::Complete;
+                if let Some(last) = self.cpus.get_mut(&cpu) {
+                    let slot = if last.placed[0].is_none() { 0 } else { 1 };
+                    last.placed[slot] = Some((g, 0));
+                }
+            }
+            None => grp.status = Status::OrphanStack,
+        }
+    }
+}
+
+/// Stitches a whole sequence at once.
+pub fn stitch<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> Stitched {
+    let mut s = Stitcher::new();
+    for i in inputs {
+        s.push(i);
+    }
+    s.finish()
+}

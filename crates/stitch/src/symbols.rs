@@ -1,0 +1,1 @@
+//! Symbolization (placeholder while the core lands).

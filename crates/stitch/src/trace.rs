@@ -1,0 +1,1 @@
+//! Adapter from trace.dat (placeholder while the reader lands).

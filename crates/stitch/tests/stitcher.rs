@@ -1,0 +1,431 @@
+//! Hand-built input sequences for the stitching algorithm.
+
+use stitch::stitcher::stitch;
+use stitch::{EventRef, GroupKind, Input, Status, Stitched};
+
+fn k(seq: u64, cpu: u32, ts: u64, pid: i32) -> Input<'static> {
+    Input::Kernel { seq, cpu, ts, pid }
+}
+fn c(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64) -> Input<'static> {
+    Input::Cookie {
+        seq,
+        cpu,
+        ts,
+        pid,
+        cookie,
+    }
+}
+fn us(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64, stack: &'static [u64]) -> Input<'static> {
+    Input::UserStack {
+        seq,
+        cpu,
+        ts,
+        pid,
+        cookie,
+        stack,
+    }
+}
+fn lost(cpu: u32, ts: u64, count: u64) -> Input<'static> {
+    Input::Lost {
+        cpu,
+        ts,
+        count: Some(count),
+    }
+}
+
+/// (pid, cookie, status, event seqs, user stack addresses)
+fn summary(s: &Stitched) -> Vec<(i32, Option<u64>, Status, Vec<u64>, Option<Vec<u64>>)> {
+    s.groups
+        .iter()
+        .map(|g| {
+            (
+                g.pid,
+                g.cookie,
+                g.status,
+                g.events.iter().map(|e| e.seq).collect(),
+                g.user_stack.map(|u| s.stacks.get(u.stack).to_vec()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn one_entry_many_cookie_events_one_stack() {
+    let s = stitch([
+        k(0, 1, 100, 42),
+        c(1, 1, 101, 42, 0x3_0000_0002),
+        k(2, 1, 110, 42),
+        c(3, 1, 111, 42, 0x3_0000_0002),
+        k(4, 1, 120, 42),
+        c(5, 1, 121, 42, 0x3_0000_0002),
+        us(
+            6,
+            1,
+            130,
+            42,
+            0x3_0000_0002,
+            &[0x401000, 0x402000, 0x403000],
+        ),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(
+            42,
+            Some(0x3_0000_0002),
+            Status::Complete,
+            vec![0, 2, 4],
+            Some(vec![0x401000, 0x402000, 0x403000])
+        )]
+    );
+    let g = &s.groups[0];
+    assert_eq!(g.kind, GroupKind::Deferred);
+    assert_eq!(g.cookie_events, 3);
+    assert_eq!((g.first_ts, g.last_ts), (100, 130));
+    assert!(!g.loss_while_open);
+    let u = g.user_stack.unwrap();
+    assert_eq!((u.seq, u.cpu, u.ts), (6, 1, 130));
+}
+
+#[test]
+fn stack_on_another_cpu_after_migration() {
+    let s = stitch([
+        k(0, 0, 100, 7),
+        c(1, 0, 101, 7, 0xa1),
+        k(2, 1, 105, 8), // another task on CPU 1
+        us(3, 1, 140, 7, 0xa1, &[0x10, 0x20]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(
+            7,
+            Some(0xa1),
+            Status::Complete,
+            vec![0],
+            Some(vec![0x10, 0x20])
+        )]
+    );
+    assert_eq!(s.groups[0].user_stack.unwrap().cpu, 1);
+    assert_eq!(s.groups[0].events[0].cpu, 0);
+}
+
+#[test]
+fn interleaved_tasks_are_kept_apart() {
+    let s = stitch([
+        k(0, 0, 100, 1),
+        c(1, 0, 101, 1, 0x11),
+        k(2, 1, 102, 2),
+        c(3, 1, 103, 2, 0x21),
+        k(4, 0, 104, 1),
+        c(5, 0, 105, 1, 0x11),
+        us(6, 1, 106, 2, 0x21, &[0xb]),
+        us(7, 0, 107, 1, 0x11, &[0xa]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (1, Some(0x11), Status::Complete, vec![0, 4], Some(vec![0xa])),
+            (2, Some(0x21), Status::Complete, vec![2], Some(vec![0xb])),
+        ]
+    );
+}
+
+#[test]
+fn trace_ends_before_return_to_user_is_pending() {
+    let s = stitch([k(0, 0, 100, 5), c(1, 0, 101, 5, 0x77)]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::Pending, vec![0], None)]
+    );
+}
+
+#[test]
+fn loss_while_waiting_makes_the_stack_lost() {
+    // The stack was probably in the dropped events of CPU 3.
+    let s = stitch([k(0, 0, 100, 5), c(1, 0, 101, 5, 0x77), lost(3, 150, 12)]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::StackLost, vec![0], None)]
+    );
+    assert!(s.groups[0].loss_while_open);
+    assert_eq!(s.drops_per_cpu(), vec![(3, 12, false)]);
+}
+
+#[test]
+fn loss_before_the_group_does_not_count() {
+    let s = stitch([lost(0, 50, 3), k(0, 0, 100, 5), c(1, 0, 101, 5, 0x77)]);
+    assert_eq!(s.groups[0].status, Status::Pending);
+    assert!(!s.groups[0].loss_while_open);
+}
+
+#[test]
+fn new_cookie_without_stack_means_stack_lost() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        k(2, 0, 200, 5),
+        c(3, 0, 201, 5, 0x99),
+        us(4, 0, 210, 5, 0x99, &[0x1]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (5, Some(0x77), Status::StackLost, vec![0], None),
+            (5, Some(0x99), Status::Complete, vec![2], Some(vec![0x1])),
+        ]
+    );
+}
+
+#[test]
+fn stack_with_other_cookie_after_loss_is_orphan_and_not_attached() {
+    // The stack of 0x77 and the cookie events of 0x99 were dropped: the
+    // stack of 0x99 must not be glued onto the events of 0x77.
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        lost(0, 300, 40),
+        us(2, 0, 310, 5, 0x99, &[0x5, 0x6]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (5, Some(0x77), Status::StackLost, vec![0], None),
+            (
+                5,
+                Some(0x99),
+                Status::OrphanStack,
+                vec![],
+                Some(vec![0x5, 0x6])
+            ),
+        ]
+    );
+    assert!(s.groups[0].loss_while_open);
+}
+
+#[test]
+fn matching_stack_after_loss_is_attached() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        lost(1, 120, 2),
+        us(2, 1, 130, 5, 0x77, &[0x9]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::Complete, vec![0], Some(vec![0x9]))]
+    );
+    assert!(s.groups[0].loss_while_open);
+}
+
+#[test]
+fn cookie_after_loss_on_its_cpu_has_no_event() {
+    // The event that requested this cookie was dropped: the cookie must not
+    // be attached to the event before the gap.
+    let s = stitch([
+        k(0, 2, 100, 5),
+        lost(2, 150, 1),
+        c(1, 2, 151, 5, 0x44),
+        us(2, 2, 160, 5, 0x44, &[0x3]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x44), Status::Complete, vec![], Some(vec![0x3]))]
+    );
+    assert_eq!(s.groups[0].cookie_events, 1);
+    assert_eq!(s.cookies_without_event, 1);
+}
+
+#[test]
+fn cookie_of_other_pid_is_not_attached_to_event() {
+    let s = stitch([k(0, 0, 100, 5), c(1, 0, 101, 6, 0x44)]);
+    assert_eq!(
+        summary(&s),
+        vec![(6, Some(0x44), Status::Pending, vec![], None)]
+    );
+}
+
+#[test]
+fn late_stack_from_other_cpu_still_matches_by_cookie() {
+    // Per-CPU clocks can put the stack just after the next entry's cookie.
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        k(2, 1, 200, 5),
+        c(3, 1, 201, 5, 0x99),
+        us(4, 0, 202, 5, 0x77, &[0x1]),
+        us(5, 1, 210, 5, 0x99, &[0x2]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (5, Some(0x77), Status::Complete, vec![0], Some(vec![0x1])),
+            (5, Some(0x99), Status::Complete, vec![2], Some(vec![0x2])),
+        ]
+    );
+}
+
+#[test]
+fn empty_stack_at_exit_is_complete_with_no_frames() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        us(2, 0, 102, 5, 0x77, &[]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::Complete, vec![0], Some(vec![]))]
+    );
+}
+
+#[test]
+fn duplicate_stack_is_orphan() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        us(2, 0, 102, 5, 0x77, &[0x1]),
+        us(3, 0, 103, 5, 0x77, &[0x1]),
+    ]);
+    let st: Vec<Status> = s.groups.iter().map(|g| g.status).collect();
+    assert_eq!(st, vec![Status::Complete, Status::OrphanStack]);
+}
+
+#[test]
+fn kernel_stacks_attach_to_preceding_event_on_same_cpu() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        k(1, 1, 101, 6),
+        Input::KernelStack {
+            seq: 2,
+            cpu: 0,
+            ts: 102,
+            pid: 5,
+            stack: &[0xffff_ffff_8100_0000, 0xffff_ffff_8100_1000],
+        },
+        c(3, 0, 103, 5, 0x77),
+        Input::KernelStack {
+            seq: 4,
+            cpu: 1,
+            ts: 104,
+            pid: 6,
+            stack: &[0xffff_ffff_8200_0000],
+        },
+        us(5, 0, 110, 5, 0x77, &[0x1]),
+    ]);
+    assert_eq!(s.kernel_stacks.len(), 2);
+    let g = &s.groups[0];
+    assert_eq!(
+        g.events,
+        vec![EventRef {
+            seq: 0,
+            cpu: 0,
+            ts: 100,
+            kernel_stack: s.kernel_stack_of(0)
+        }]
+    );
+    assert_eq!(
+        s.stacks.get(s.kernel_stack_of(0).unwrap()),
+        &[0xffff_ffff_8100_0000, 0xffff_ffff_8100_1000]
+    );
+    assert_eq!(
+        s.stacks.get(s.kernel_stack_of(1).unwrap()),
+        &[0xffff_ffff_8200_0000]
+    );
+    assert_eq!(s.kernel_stack_of(3), None);
+}
+
+#[test]
+fn kernel_stack_after_cookie_updates_grouped_event() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 101, 5, 0x77),
+        Input::KernelStack {
+            seq: 2,
+            cpu: 0,
+            ts: 102,
+            pid: 5,
+            stack: &[0xffff_ffff_8100_0000],
+        },
+    ]);
+    let id = s.groups[0].events[0].kernel_stack.expect("kernel stack");
+    assert_eq!(s.stacks.get(id), &[0xffff_ffff_8100_0000]);
+}
+
+#[test]
+fn kernel_stack_across_loss_is_not_attached() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        lost(0, 110, 4),
+        Input::KernelStack {
+            seq: 1,
+            cpu: 0,
+            ts: 111,
+            pid: 5,
+            stack: &[0xffff_ffff_8100_0000],
+        },
+    ]);
+    assert!(s.kernel_stacks.is_empty());
+    assert_eq!(s.kernel_stacks_without_event, 1);
+}
+
+#[test]
+fn sync_user_stacks_make_one_group_per_event() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        Input::SyncUserStack {
+            seq: 1,
+            cpu: 0,
+            ts: 100,
+            pid: 5,
+            stack: &[0x4000, 0x5000],
+        },
+        k(2, 0, 200, 5),
+        lost(0, 201, 1),
+        Input::SyncUserStack {
+            seq: 3,
+            cpu: 0,
+            ts: 202,
+            pid: 5,
+            stack: &[0x6000],
+        },
+        k(4, 1, 300, 9),
+        Input::SyncUserStack {
+            seq: 5,
+            cpu: 1,
+            ts: 300,
+            pid: 9,
+            stack: &[0x7000],
+        },
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                5,
+                None,
+                Status::Complete,
+                vec![0],
+                Some(vec![0x4000, 0x5000])
+            ),
+            (5, None, Status::OrphanStack, vec![], Some(vec![0x6000])),
+            (9, None, Status::Complete, vec![4], Some(vec![0x7000])),
+        ]
+    );
+    assert!(s.groups.iter().all(|g| g.kind == GroupKind::Sync));
+}
+
+#[test]
+fn drops_per_cpu_sums_and_flags_unknown() {
+    let s = stitch([
+        lost(1, 10, 5),
+        lost(0, 11, 2),
+        lost(1, 12, 7),
+        Input::Lost {
+            cpu: 2,
+            ts: 13,
+            count: None,
+        },
+    ]);
+    assert_eq!(
+        s.drops_per_cpu(),
+        vec![(0, 2, false), (1, 12, false), (2, 0, true)]
+    );
+}
