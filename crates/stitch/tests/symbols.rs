@@ -1,0 +1,127 @@
+//! Symbolization: kallsyms, process maps, ELF symbols.
+
+use stitch::symbols::{Frame, KernelSymbols, ProcMaps, Symbolizer};
+
+const KALLSYMS: &str = "\
+ffffffff81000000 T _stext
+ffffffff81001000 t do_one_initcall
+0000000000000000 A fixed_percpu_data
+ffffffff81002000 D some_data
+ffffffff81003000 T schedule
+ffffffffc0100000 t ext4_write [ext4]
+";
+
+#[test]
+fn kallsyms_lookup() {
+    let k = KernelSymbols::parse(KALLSYMS.to_string());
+    assert_eq!(k.len(), 4);
+    let f = k.lookup(0xffffffff81003010);
+    assert_eq!(f.name(), "schedule+0x10");
+    assert_eq!(f.object, None);
+    // Data symbols are skipped: 0x...2010 is still in do_one_initcall.
+    assert_eq!(
+        k.lookup(0xffffffff81002010).name(),
+        "do_one_initcall+0x1010"
+    );
+    let m = k.lookup(0xffffffffc0100004);
+    assert_eq!(m.name(), "ext4_write+0x4");
+    assert_eq!(m.object.as_deref(), Some("ext4"));
+    assert_eq!(k.lookup(0x1000), Frame::unknown(0x1000));
+    assert_eq!(format!("{m}"), "ffffffffc0100004 ext4_write+0x4 (ext4)");
+}
+
+#[test]
+fn procmaps_tracecmd_format() {
+    let text = "\
+1f4 2 myprog
+55d000000000 55d000003000 /usr/bin/myprog
+7f0000000000 7f0000200000 /usr/lib/x86_64-linux-gnu/libc.so.6
+a 1 other
+400000 402000 /opt/other
+";
+    let m = ProcMaps::parse_procmaps(text);
+    assert_eq!(m.comm(500), Some("myprog"));
+    assert_eq!(m.comm(10), Some("other"));
+    let l = m.find(500, 0x7f0000001234).unwrap();
+    assert_eq!(l.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
+    assert_eq!((l.start, l.offset), (0x7f0000000000, None));
+    assert!(m.find(500, 0x7f0000200000).is_none());
+    assert!(m.find(500, 0x1000).is_none());
+    assert_eq!(m.find(10, 0x401000).unwrap().path, "/opt/other");
+    assert!(m.find(11, 0x401000).is_none());
+}
+
+#[test]
+fn procmaps_proc_format() {
+    let mut m = ProcMaps::default();
+    m.add_proc_maps(
+        7,
+        "\
+5600000000-5600001000 r--p 00000000 fe:01 123 /usr/bin/x y
+5600001000-5600002000 r-xp 00001000 fe:01 123 /usr/bin/x y
+7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]
+",
+    );
+    let l = m.find(7, 0x5600001010).unwrap();
+    assert_eq!(
+        (l.start, l.offset, l.path.as_str()),
+        (0x5600001000, Some(0x1000), "/usr/bin/x y")
+    );
+    assert!(m.find(7, 0x7ffd0010).is_none());
+}
+
+#[inline(never)]
+fn marker_function_for_symbolization(x: u64) -> u64 {
+    std::hint::black_box(x.wrapping_mul(3))
+}
+
+#[test]
+fn user_address_through_live_maps_and_elf_symtab() {
+    marker_function_for_symbolization(1);
+    let addr = marker_function_for_symbolization as fn(u64) -> u64 as usize as u64;
+    let pid = std::process::id() as i32;
+    let mut s = Symbolizer::new(None, ProcMaps::default()).with_live_maps(true);
+    let f = s.user(pid, addr + 2, false);
+    let sym = f.symbol.clone().expect("symbol of our own function");
+    assert!(sym.contains("marker_function_for_symbolization"), "{sym}");
+    assert_eq!(f.offset, 2);
+    let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+    assert_eq!(f.object.as_deref(), exe.to_str());
+    // As a return address, addr+1 is looked up at addr: same function.
+    let r = s.user(pid, addr + 1, true);
+    assert_eq!(r.symbol, f.symbol);
+    assert_eq!(r.offset, 1);
+    // Not mapped.
+    assert_eq!(s.user(pid, 0x10, false), Frame::unknown(0x10));
+}
+
+#[test]
+fn user_address_through_saved_tracecmd_maps() {
+    // The same lookup, through a PROCMAPS text built from our own maps,
+    // for a pid that does not exist.
+    let addr = marker_function_for_symbolization as fn(u64) -> u64 as usize as u64;
+    let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+    let exe = exe.to_str().unwrap();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    // trace-cmd keeps each library's lowest mapping start (file offset 0)
+    // and its highest end.
+    let mut lo = u64::MAX;
+    let mut hi = 0;
+    for l in maps.lines().filter(|l| l.ends_with(exe)) {
+        let (s, e) = l
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .split_once('-')
+            .unwrap();
+        lo = lo.min(u64::from_str_radix(s, 16).unwrap());
+        hi = hi.max(u64::from_str_radix(e, 16).unwrap());
+    }
+    let text = format!("7ffffff0 1 fake\n{lo:x} {hi:x} {exe}\n");
+    let mut s = Symbolizer::new(Some(KALLSYMS.to_string()), ProcMaps::parse_procmaps(&text));
+    let f = s.user(0x7ffffff0, addr, false);
+    let sym = f.symbol.clone().unwrap_or_default();
+    assert!(sym.contains("marker_function_for_symbolization"), "{f:?}");
+    assert_eq!(f.offset, 0);
+    assert_eq!(s.kernel(0xffffffff81000008).name(), "_stext+0x8");
+}
