@@ -1,0 +1,254 @@
+//! A guard that restores every tracefs setting it changed.
+
+use crate::error::{Error, Result};
+use crate::instance::{parse_buffer_size, OwnedInstance};
+use crate::{fsio, EventId, Instance};
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug)]
+enum Entry {
+    /// Write `value` back to `abs` (O_TRUNC, one write).
+    Write {
+        abs: PathBuf,
+        shown: String,
+        value: String,
+    },
+    /// Remove an instance we created.
+    Instance(OwnedInstance),
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: Vec<Entry>,
+    seen: HashSet<PathBuf>,
+}
+
+/// A cloneable handle that can restore a [`Guard`]'s settings from another
+/// thread (the signal thread uses it). Restoring twice is harmless: the
+/// first call takes the list of saved values.
+#[derive(Debug, Clone, Default)]
+pub struct Restorer {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Restorer {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Puts every saved value back, newest change first, and removes the
+    /// instances that were handed over. Returns the errors (all restores are
+    /// attempted even when one fails).
+    pub fn restore(&self) -> Vec<Error> {
+        let entries = {
+            let mut inner = self.lock();
+            inner.seen.clear();
+            std::mem::take(&mut inner.entries)
+        };
+        let mut errors = Vec::new();
+        for e in entries.into_iter().rev() {
+            match e {
+                Entry::Write { abs, shown, value } => {
+                    if let Err(err) = fsio::write(&abs, &shown, value.as_bytes(), true) {
+                        errors.push(err);
+                    }
+                }
+                Entry::Instance(owned) => {
+                    if let Err(err) = owned.remove() {
+                        errors.push(err);
+                    }
+                }
+            }
+        }
+        errors
+    }
+
+    /// How many settings are waiting to be restored.
+    pub fn pending(&self) -> usize {
+        self.lock().entries.len()
+    }
+}
+
+/// Changes tracefs settings and remembers their previous values; the values
+/// are put back when the guard is dropped (or [`Guard::restore`] is called).
+///
+/// Only the first change of a file saves its value, so the original value is
+/// what comes back. Settings are restored newest first; instances handed to
+/// [`Guard::adopt_instance`] are removed after their settings.
+#[derive(Debug, Default)]
+pub struct Guard {
+    restorer: Restorer,
+}
+
+impl Guard {
+    /// A guard with nothing to restore yet.
+    pub fn new() -> Guard {
+        Guard::default()
+    }
+
+    /// A handle for restoring from elsewhere (e.g. [`crate::signals`]).
+    pub fn restorer(&self) -> Restorer {
+        self.restorer.clone()
+    }
+
+    /// Saves `value` as what `inst/rel` must be set back to, unless that file
+    /// was saved already.
+    pub fn remember(&self, inst: &Instance, rel: &str, value: String) {
+        let abs = inst.path(rel);
+        let mut inner = self.restorer.lock();
+        if inner.seen.insert(abs.clone()) {
+            inner.entries.push(Entry::Write {
+                abs,
+                shown: inst.shown(rel),
+                value,
+            });
+        }
+    }
+
+    fn saved(&self, inst: &Instance, rel: &str) -> bool {
+        self.restorer.lock().seen.contains(&inst.path(rel))
+    }
+
+    /// Takes an instance this program created; it is removed on restore,
+    /// after the settings changed in it.
+    pub fn adopt_instance(&self, owned: OwnedInstance) -> Instance {
+        let inst = owned.instance().clone();
+        self.restorer.lock().entries.push(Entry::Instance(owned));
+        inst
+    }
+
+    /// Sets an option by name.
+    pub fn set_option(&self, inst: &Instance, name: &str, on: bool) -> Result<()> {
+        let old = inst.option(name)?;
+        if old == on {
+            return Ok(());
+        }
+        self.remember(
+            inst,
+            &format!("options/{name}"),
+            if old { "1" } else { "0" }.into(),
+        );
+        inst.set_option(name, on)
+    }
+
+    /// Enables or disables one event.
+    pub fn set_event_enabled(&self, inst: &Instance, e: &EventId, on: bool) -> Result<()> {
+        let old = inst.event_enabled(e)?;
+        if old != on {
+            self.remember(
+                inst,
+                &format!("events/{}/{}/enable", e.system, e.name),
+                if old { "1" } else { "0" }.into(),
+            );
+        }
+        inst.set_event_enabled(e, on)
+    }
+
+    /// Sets (or with `None` clears) an event filter.
+    pub fn set_event_filter(
+        &self,
+        inst: &Instance,
+        e: &EventId,
+        filter: Option<&str>,
+    ) -> Result<()> {
+        let old = inst.event_filter(e)?;
+        self.remember(
+            inst,
+            &format!("events/{}/{}/filter", e.system, e.name),
+            old.unwrap_or_else(|| "0".into()),
+        );
+        inst.set_event_filter(e, filter)
+    }
+
+    /// Sets `buffer_size_kb` (all CPUs).
+    pub fn set_buffer_size_kb(&self, inst: &Instance, kb: u64) -> Result<()> {
+        if !self.saved(inst, "buffer_size_kb") {
+            let raw = inst.read_string("buffer_size_kb")?;
+            match parse_buffer_size(&raw) {
+                Ok(Some(old)) => self.remember(inst, "buffer_size_kb", old.to_string()),
+                _ => {
+                    // CPUs differ: save each one.
+                    for cpu in inst.cpus()? {
+                        let old = inst.cpu_buffer_size_kb(cpu)?;
+                        self.remember(
+                            inst,
+                            &format!("per_cpu/cpu{cpu}/buffer_size_kb"),
+                            old.to_string(),
+                        );
+                    }
+                    // Mark the top file as saved so a later call does not save "X".
+                    self.restorer
+                        .lock()
+                        .seen
+                        .insert(inst.path("buffer_size_kb"));
+                }
+            }
+        }
+        inst.set_buffer_size_kb(kb)
+    }
+
+    /// Sets `trace_clock`.
+    pub fn set_trace_clock(&self, inst: &Instance, clock: &str) -> Result<()> {
+        let (old, _) = inst.trace_clock()?;
+        if old == clock {
+            return Ok(());
+        }
+        self.remember(inst, "trace_clock", old);
+        inst.set_trace_clock(clock)
+    }
+
+    /// Sets `tracing_on`.
+    pub fn set_tracing_on(&self, inst: &Instance, on: bool) -> Result<()> {
+        let old = inst.tracing_on()?;
+        self.remember(inst, "tracing_on", if old { "1" } else { "0" }.into());
+        inst.set_tracing_on(on)
+    }
+
+    /// Sets `current_tracer` (only written when it differs).
+    pub fn set_current_tracer(&self, inst: &Instance, tracer: &str) -> Result<()> {
+        let old = inst.current_tracer()?;
+        if old == tracer {
+            return Ok(());
+        }
+        self.remember(inst, "current_tracer", old);
+        inst.set_current_tracer(tracer)
+    }
+
+    /// Replaces `set_event_pid`.
+    pub fn set_event_pids(&self, inst: &Instance, pids: &[u32]) -> Result<()> {
+        let old = inst.event_pids()?;
+        let list: Vec<String> = old.iter().map(|p| p.to_string()).collect();
+        self.remember(inst, "set_event_pid", list.join(" "));
+        inst.set_event_pids(pids)
+    }
+
+    /// Restores now; returns the first error after attempting everything.
+    pub fn restore(&self) -> Result<()> {
+        match self.restorer.restore().into_iter().next() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Forgets the saved values: the changes stay (used by `start`).
+    /// Adopted instances are kept too.
+    pub fn forget(self) {
+        let mut inner = self.restorer.lock();
+        for e in std::mem::take(&mut inner.entries) {
+            if let Entry::Instance(owned) = e {
+                let _ = owned.keep();
+            }
+        }
+        inner.seen.clear();
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        for e in self.restorer.restore() {
+            eprintln!("{e}");
+        }
+    }
+}
