@@ -1,1 +1,28 @@
-//! TODO
+//! Trace data: ring-buffer pages, event formats and trace.dat files.
+//!
+//! The crate has one module per layer of the data:
+//!
+//! - [`format`] parses a tracefs event `format` file into an [`format::EventFormat`];
+//! - [`header`] parses `events/header_page` and `events/header_event`;
+//! - [`page`] decodes one ring-buffer page as read from `trace_pipe_raw`;
+//! - [`record`] gives typed access to the fields of one event;
+//! - [`dat`] holds the trace.dat constants shared by the reader and the writer;
+//! - [`reader`] opens trace.dat files (v6 and v7, uncompressed, zlib or zstd)
+//!   and merges the per-CPU streams by timestamp;
+//! - [`writer`] and [`compress`] write trace.dat files;
+//! - [`error`] is the one error type of the crate.
+
+pub mod compress;
+pub mod dat;
+pub mod error;
+pub mod format;
+pub mod header;
+pub mod page;
+pub mod reader;
+pub mod record;
+pub mod writer;
+
+pub use error::{Error, Result};
+pub use format::{EventFormat, Field, FieldKind};
+pub use reader::{Buffer, Item, TraceFile};
+pub use record::Record;

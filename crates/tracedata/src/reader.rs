@@ -1,0 +1,1152 @@
+//! trace.dat reader: versions 6 and 7, uncompressed, zlib or zstd.
+//!
+//! [`TraceFile::open`] maps the file, parses every metadata section and
+//! option, and decompresses compressed per-CPU data once. Events are then
+//! decoded lazily, page by page, straight from the mapped (or decompressed)
+//! bytes by [`TraceFile::records`], which merges the CPUs of one buffer by
+//! timestamp like `trace-cmd report` does (on equal timestamps the lowest
+//! CPU wins).
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use crate::dat::{self, option};
+use crate::error::{Error, Result};
+use crate::format::EventFormat;
+use crate::header::{HeaderEvent, HeaderPage};
+use crate::page::{Missed, Page, PageItem, PageItems};
+use crate::record::Record;
+
+/// Largest metadata section or chunk we agree to decompress (1 GiB).
+const MAX_UNCOMPRESSED: usize = 1 << 30;
+
+/// One element of the merged event stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Item<'a> {
+    /// An event.
+    Event(Record<'a>),
+    /// Events were lost on `cpu` before the page whose first event follows
+    /// (`ts` is that event's timestamp). `count` is `None` if the kernel did
+    /// not store how many.
+    Lost {
+        /// CPU that lost events.
+        cpu: u32,
+        /// Timestamp of the first event after the loss.
+        ts: u64,
+        /// Number of lost events, if known.
+        count: Option<u64>,
+    },
+}
+
+/// Per-CPU trace data of one buffer.
+#[derive(Debug)]
+pub struct CpuData {
+    /// CPU id.
+    pub cpu: u32,
+    /// Offset of the data in the file.
+    pub file_offset: u64,
+    /// Size of the data in the file (compressed size if compressed).
+    pub file_size: u64,
+    data: DataRef,
+}
+
+#[derive(Debug)]
+enum DataRef {
+    Mapped(Range<usize>),
+    Owned(Vec<u8>),
+}
+
+impl CpuData {
+    /// Uncompressed size of the data, in bytes.
+    pub fn data_size(&self) -> usize {
+        match &self.data {
+            DataRef::Mapped(r) => r.len(),
+            DataRef::Owned(v) => v.len(),
+        }
+    }
+}
+
+/// A buffer: the top instance (`name` empty) or a named instance.
+#[derive(Debug)]
+pub struct Buffer {
+    /// Instance name, empty for the top buffer.
+    pub name: String,
+    /// Trace clock of the buffer, if known.
+    pub clock: Option<String>,
+    /// Sub-buffer (page) size.
+    pub page_size: usize,
+    /// Per-CPU data, in CPU order.
+    pub cpus: Vec<CpuData>,
+}
+
+impl Buffer {
+    /// True for the top-level buffer.
+    pub fn is_top(&self) -> bool {
+        self.name.is_empty()
+    }
+}
+
+/// All event formats of a file, with lookups by id and by name.
+#[derive(Debug, Default)]
+pub struct Formats {
+    list: Vec<EventFormat>,
+    by_id: HashMap<u16, usize>,
+}
+
+impl Formats {
+    fn push(&mut self, f: EventFormat) {
+        self.by_id.insert(f.id, self.list.len());
+        self.list.push(f);
+    }
+
+    /// The format of event `id` (`common_type`).
+    pub fn by_id(&self, id: u16) -> Option<&EventFormat> {
+        self.by_id.get(&id).map(|&i| &self.list[i])
+    }
+
+    /// The format of `system:name`.
+    pub fn by_name(&self, system: &str, name: &str) -> Option<&EventFormat> {
+        self.list
+            .iter()
+            .find(|f| f.name == name && f.system == system)
+    }
+
+    /// The format of a record.
+    pub fn of(&self, r: &Record<'_>) -> Option<&EventFormat> {
+        r.common_type().and_then(|id| self.by_id(id))
+    }
+
+    /// All formats, in file order (ftrace first).
+    pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
+        self.list.iter()
+    }
+
+    /// Number of formats.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// True if there are no formats.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// A raw option as stored in the file.
+#[derive(Debug, Clone)]
+pub struct RawOption {
+    /// Option id (see [`crate::dat::option`]).
+    pub id: u16,
+    /// Option data.
+    pub data: Vec<u8>,
+}
+
+enum Bytes {
+    Map(memmap2::Mmap),
+    Vec(Vec<u8>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Map(m) => m,
+            Bytes::Vec(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "<{} bytes>", self.len())
+    }
+}
+
+/// An open trace.dat file.
+#[derive(Debug)]
+pub struct TraceFile {
+    path: PathBuf,
+    bytes: Bytes,
+    version: u32,
+    long_size: usize,
+    page_size: usize,
+    compression: Option<(String, String)>,
+    header_page_text: Vec<u8>,
+    header_event_text: Vec<u8>,
+    header_page: HeaderPage,
+    ftrace_format_texts: Vec<Vec<u8>>,
+    event_format_texts: Vec<(String, Vec<Vec<u8>>)>,
+    formats: Formats,
+    kallsyms: Vec<u8>,
+    printk_formats: Vec<u8>,
+    cmdlines: Vec<u8>,
+    cpu_count: u32,
+    options: Vec<RawOption>,
+    buffers: Vec<Buffer>,
+}
+
+/// A bounds-checked little-endian cursor over a byte slice.
+struct Cur<'a> {
+    b: &'a [u8],
+    pos: usize,
+    /// Offset of `b` in the file, for error messages.
+    base: u64,
+    what: &'static str,
+}
+
+impl<'a> Cur<'a> {
+    fn new(b: &'a [u8], base: u64, what: &'static str) -> Self {
+        Cur {
+            b,
+            pos: 0,
+            base,
+            what,
+        }
+    }
+
+    fn err(&self, msg: String) -> Error {
+        Error::corrupt(msg)
+            .context(self.what)
+            .at(self.base + self.pos as u64)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        match self.pos.checked_add(n).filter(|&e| e <= self.b.len()) {
+            Some(end) => {
+                let s = &self.b[self.pos..end];
+                self.pos = end;
+                Ok(s)
+            }
+            None => Err(self.err(format!(
+                "expected {n} bytes, only {} left",
+                self.b.len().saturating_sub(self.pos)
+            ))),
+        }
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16> {
+        let s = self.take(2)?;
+        Ok(u16::from_le_bytes([s[0], s[1]]))
+    }
+    fn u32(&mut self) -> Result<u32> {
+        let s = self.take(4)?;
+        Ok(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+    }
+    fn u64(&mut self) -> Result<u64> {
+        let s = self.take(8)?;
+        Ok(u64::from_le_bytes(s.try_into().expect("8 bytes")))
+    }
+    fn cstr(&mut self) -> Result<&'a str> {
+        let rest = &self.b[self.pos.min(self.b.len())..];
+        let Some(n) = rest.iter().position(|&c| c == 0) else {
+            return Err(self.err("unterminated string".into()));
+        };
+        let s =
+            std::str::from_utf8(&rest[..n]).map_err(|_| self.err("string is not UTF-8".into()))?;
+        self.pos += n + 1;
+        Ok(s)
+    }
+    fn len_u64(&mut self) -> Result<usize> {
+        let v = self.u64()?;
+        usize::try_from(v).map_err(|_| self.err(format!("size {v} too large")))
+    }
+    fn seek(&mut self, off: u64) -> Result<()> {
+        let o = off
+            .checked_sub(self.base)
+            .and_then(|o| usize::try_from(o).ok())
+            .filter(|&o| o <= self.b.len())
+            .ok_or_else(|| {
+                Error::corrupt(format!(
+                    "offset {off:#x} is outside the file ({} bytes)",
+                    self.b.len()
+                ))
+                .context(self.what)
+            })?;
+        self.pos = o;
+        Ok(())
+    }
+}
+
+fn text(b: &[u8]) -> String {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    String::from_utf8_lossy(&b[..end]).into_owned()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Codec {
+    None,
+    Zlib,
+    Zstd,
+}
+
+fn decompress(codec: Codec, input: &[u8], usize_: usize) -> Result<Vec<u8>> {
+    if usize_ > MAX_UNCOMPRESSED {
+        return Err(Error::corrupt(format!(
+            "uncompressed size {usize_} is over the {MAX_UNCOMPRESSED} byte limit"
+        )));
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(usize_)
+        .map_err(|_| Error::corrupt(format!("cannot allocate {usize_} bytes")))?;
+    match codec {
+        Codec::None => return Err(Error::corrupt("compressed data in an uncompressed file")),
+        Codec::Zstd => {
+            out.resize(usize_, 0);
+            let n = zstd::bulk::Decompressor::new()
+                .and_then(|mut d| d.decompress_to_buffer(input, &mut out[..]))
+                .map_err(|e| Error::decompress(format!("zstd: {e}")))?;
+            out.truncate(n);
+        }
+        Codec::Zlib => {
+            flate2::read::ZlibDecoder::new(input)
+                .take(usize_ as u64)
+                .read_to_end(&mut out)
+                .map_err(|e| Error::decompress(format!("zlib: {e}")))?;
+        }
+    }
+    if out.len() != usize_ {
+        return Err(Error::decompress(format!(
+            "got {} bytes, header says {usize_}",
+            out.len()
+        )));
+    }
+    Ok(out)
+}
+
+/// Result of parsing the metadata blocks (shared by v6 and v7).
+#[derive(Default)]
+struct Meta {
+    header_page: Vec<u8>,
+    header_event: Vec<u8>,
+    ftrace: Vec<Vec<u8>>,
+    events: Vec<(String, Vec<Vec<u8>>)>,
+    kallsyms: Vec<u8>,
+    printk: Vec<u8>,
+    cmdlines: Vec<u8>,
+}
+
+fn parse_header_info(c: &mut Cur<'_>, m: &mut Meta) -> Result<()> {
+    if c.take(dat::HEADER_PAGE.len())? != dat::HEADER_PAGE {
+        return Err(c.err("missing \"header_page\" marker".into()));
+    }
+    let n = c.len_u64()?;
+    m.header_page = c.take(n)?.to_vec();
+    if c.take(dat::HEADER_EVENT.len())? != dat::HEADER_EVENT {
+        return Err(c.err("missing \"header_event\" marker".into()));
+    }
+    let n = c.len_u64()?;
+    m.header_event = c.take(n)?.to_vec();
+    Ok(())
+}
+
+fn parse_ftrace_events(c: &mut Cur<'_>, m: &mut Meta) -> Result<()> {
+    let count = c.u32()?;
+    for _ in 0..count {
+        let n = c.len_u64()?;
+        m.ftrace.push(c.take(n)?.to_vec());
+    }
+    Ok(())
+}
+
+fn parse_event_formats(c: &mut Cur<'_>, m: &mut Meta) -> Result<()> {
+    let systems = c.u32()?;
+    for _ in 0..systems {
+        let name = c.cstr()?.to_string();
+        let count = c.u32()?;
+        let mut v = Vec::new();
+        for _ in 0..count {
+            let n = c.len_u64()?;
+            v.push(c.take(n)?.to_vec());
+        }
+        m.events.push((name, v));
+    }
+    Ok(())
+}
+
+fn parse_u32_blob(c: &mut Cur<'_>) -> Result<Vec<u8>> {
+    let n = c.u32()? as usize;
+    Ok(c.take(n)?.to_vec())
+}
+
+fn parse_u64_blob(c: &mut Cur<'_>) -> Result<Vec<u8>> {
+    let n = c.len_u64()?;
+    Ok(c.take(n)?.to_vec())
+}
+
+impl TraceFile {
+    /// Opens and parses `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<TraceFile> {
+        let path = path.as_ref();
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+        let bytes = if len == 0 {
+            Bytes::Vec(Vec::new())
+        } else {
+            // SAFETY: the map is read-only and private to this process; the
+            // file may change under us, but every access is bounds-checked
+            // against the length of the map, so a change can only produce
+            // wrong data, not out-of-bounds reads.
+            match unsafe { memmap2::Mmap::map(&file) } {
+                Ok(m) => Bytes::Map(m),
+                Err(_) => {
+                    let mut v = Vec::new();
+                    (&file)
+                        .read_to_end(&mut v)
+                        .map_err(|e| Error::io(path, e))?;
+                    Bytes::Vec(v)
+                }
+            }
+        };
+        Self::parse(path.to_path_buf(), bytes).map_err(|e| e.with_path(path))
+    }
+
+    /// Parses a trace.dat held in memory (`name` is used in errors).
+    pub fn from_bytes(name: impl AsRef<Path>, data: Vec<u8>) -> Result<TraceFile> {
+        let name = name.as_ref();
+        Self::parse(name.to_path_buf(), Bytes::Vec(data)).map_err(|e| e.with_path(name))
+    }
+
+    fn parse(path: PathBuf, bytes: Bytes) -> Result<TraceFile> {
+        let b: &[u8] = &bytes;
+        let mut c = Cur::new(b, 0, "file header");
+        if c.take(3).ok() != Some(&dat::MAGIC[..]) || c.take(7).ok() != Some(&dat::TRACING[..]) {
+            return Err(Error::corrupt("not a trace.dat file (bad magic)").context("file header"));
+        }
+        let vs = c.cstr()?;
+        let version: u32 = vs
+            .parse()
+            .map_err(|_| c.err(format!("bad version string {vs:?}")))?;
+        if version != dat::VERSION_6 && version != dat::VERSION_7 {
+            return Err(
+                Error::unsupported(format!("file version {version}")).context("file header")
+            );
+        }
+        if c.u8()? != 0 {
+            return Err(Error::unsupported("big-endian trace file").context("file header"));
+        }
+        let long_size = c.u8()? as usize;
+        if long_size != 4 && long_size != 8 {
+            return Err(c.err(format!("long size {long_size} is not 4 or 8")));
+        }
+        let page_size = c.u32()? as usize;
+        if !(64..=(1 << 24)).contains(&page_size) {
+            return Err(c.err(format!("page size {page_size} is not plausible")));
+        }
+        let mut meta = Meta::default();
+        let mut options = Vec::new();
+        let mut compression = None;
+        let mut cpu_count = 0;
+        let mut buffers = Vec::new();
+        if version == dat::VERSION_6 {
+            Self::parse_v6(
+                &mut c,
+                &mut meta,
+                &mut options,
+                &mut cpu_count,
+                &mut buffers,
+                page_size,
+            )?;
+        } else {
+            let name = c.cstr()?.to_string();
+            let ver = c.cstr()?.to_string();
+            let codec = match name.as_str() {
+                dat::COMPRESSION_NONE => Codec::None,
+                dat::COMPRESSION_ZLIB => Codec::Zlib,
+                dat::COMPRESSION_ZSTD => Codec::Zstd,
+                other => {
+                    return Err(
+                        Error::unsupported(format!("compression {other:?}")).context("file header")
+                    )
+                }
+            };
+            compression = Some((name, ver));
+            let first = c.u64()?;
+            Self::parse_v7(
+                b,
+                codec,
+                first,
+                page_size,
+                &mut meta,
+                &mut options,
+                &mut cpu_count,
+                &mut buffers,
+            )?;
+        }
+
+        let header_page = HeaderPage::parse(&String::from_utf8_lossy(&meta.header_page))?;
+        if !meta.header_event.is_empty() {
+            HeaderEvent::parse(&String::from_utf8_lossy(&meta.header_event))?;
+        }
+        let mut formats = Formats::default();
+        for t in &meta.ftrace {
+            let mut f = EventFormat::parse("ftrace", &String::from_utf8_lossy(t))?;
+            f.long_size = header_page.commit_size;
+            formats.push(f);
+        }
+        for (sys, list) in &meta.events {
+            for t in list {
+                let mut f = EventFormat::parse(sys, &String::from_utf8_lossy(t))?;
+                f.long_size = header_page.commit_size;
+                formats.push(f);
+            }
+        }
+        if cpu_count == 0 {
+            cpu_count = buffers
+                .iter()
+                .map(|b| b.cpus.len() as u32)
+                .max()
+                .unwrap_or(0);
+        }
+        Ok(TraceFile {
+            path,
+            bytes,
+            version,
+            long_size,
+            page_size,
+            compression,
+            header_page_text: meta.header_page,
+            header_event_text: meta.header_event,
+            header_page,
+            ftrace_format_texts: meta.ftrace,
+            event_format_texts: meta.events,
+            formats,
+            kallsyms: meta.kallsyms,
+            printk_formats: meta.printk,
+            cmdlines: meta.cmdlines,
+            cpu_count,
+            options,
+            buffers,
+        })
+    }
+
+    fn parse_v6(
+        c: &mut Cur<'_>,
+        m: &mut Meta,
+        options: &mut Vec<RawOption>,
+        cpu_count: &mut u32,
+        buffers: &mut Vec<Buffer>,
+        page_size: usize,
+    ) -> Result<()> {
+        c.what = "header info";
+        parse_header_info(c, m)?;
+        c.what = "ftrace event formats";
+        parse_ftrace_events(c, m)?;
+        c.what = "event formats";
+        parse_event_formats(c, m)?;
+        c.what = "kallsyms";
+        m.kallsyms = parse_u32_blob(c)?;
+        c.what = "printk formats";
+        m.printk = parse_u32_blob(c)?;
+        c.what = "saved cmdlines";
+        m.cmdlines = parse_u64_blob(c)?;
+        c.what = "cpu count";
+        *cpu_count = c.u32()?;
+        let cpus = *cpu_count as usize;
+        let mut marker = c.take(10)?;
+        let mut buffer_opts = Vec::new();
+        if marker == dat::V6_OPTIONS {
+            c.what = "options";
+            loop {
+                let id = c.u16()?;
+                if id == option::DONE {
+                    break;
+                }
+                let n = c.u32()? as usize;
+                let data = c.take(n)?.to_vec();
+                if id == option::BUFFER {
+                    buffer_opts.push(data.clone());
+                }
+                options.push(RawOption { id, data });
+            }
+            c.what = "data marker";
+            marker = c.take(10)?;
+        }
+        if marker == dat::V6_LATENCY {
+            return Err(Error::unsupported("latency (text) trace data").context("data marker"));
+        }
+        if marker != dat::V6_FLYRECORD {
+            return Err(c.err("expected \"flyrecord\"".into()));
+        }
+        let clock = options
+            .iter()
+            .find(|o| o.id == option::TRACECLOCK)
+            .map(|o| selected_clock(&text(&o.data)));
+        let b = c.b;
+        let read_table = |c: &mut Cur<'_>, name: String| -> Result<Buffer> {
+            let mut list = Vec::new();
+            for cpu in 0..cpus {
+                let off = c.u64()?;
+                let size = c.u64()?;
+                let r = mapped_range(b, off, size).map_err(|e| e.context(format!("cpu {cpu}")))?;
+                list.push(CpuData {
+                    cpu: cpu as u32,
+                    file_offset: off,
+                    file_size: size,
+                    data: DataRef::Mapped(r),
+                });
+            }
+            Ok(Buffer {
+                name,
+                clock: clock.clone(),
+                page_size,
+                cpus: list,
+            })
+        };
+        c.what = "flyrecord";
+        buffers.push(read_table(c, String::new())?);
+        for data in buffer_opts {
+            let mut oc = Cur::new(&data, 0, "BUFFER option");
+            let off = oc.u64()?;
+            let name = oc.cstr()?.to_string();
+            let mut tc = Cur::new(b, 0, "buffer flyrecord");
+            tc.seek(off)?;
+            // The offset points at a "flyrecord" marker before the CPU table.
+            if tc.b.get(tc.pos..tc.pos + 10) == Some(dat::V6_FLYRECORD) {
+                tc.pos += 10;
+            }
+            let buf = read_table(&mut tc, name.clone())
+                .map_err(|e| e.context(format!("buffer {name:?}")))?;
+            buffers.push(buf);
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn parse_v7(
+        b: &[u8],
+        codec: Codec,
+        first: u64,
+        page_size: usize,
+        m: &mut Meta,
+        options: &mut Vec<RawOption>,
+        cpu_count: &mut u32,
+        buffers: &mut Vec<Buffer>,
+    ) -> Result<()> {
+        // Read a section at `off`: returns (id, payload).
+        let section = |off: u64, what: &'static str| -> Result<(u16, Vec<u8>)> {
+            let mut c = Cur::new(b, 0, what);
+            c.seek(off)?;
+            let id = c.u16()?;
+            let flags = c.u16()?;
+            let _desc = c.u32()?;
+            let size = c.len_u64()?;
+            let payload = c.take(size)?;
+            if flags & dat::SECTION_FLAG_COMPRESSED != 0 {
+                let mut pc = Cur::new(payload, off + 16, what);
+                let csize = pc.u32()? as usize;
+                let usize_ = pc.u32()? as usize;
+                let data = pc.take(csize)?;
+                let out = decompress(codec, data, usize_).map_err(|e| e.context(what).at(off))?;
+                Ok((id, out))
+            } else {
+                Ok((id, payload.to_vec()))
+            }
+        };
+        let mut next = first;
+        let mut seen = Vec::new();
+        let mut buffer_opts: Vec<Vec<u8>> = Vec::new();
+        while next != 0 {
+            if seen.contains(&next) || seen.len() > 10_000 {
+                return Err(Error::corrupt(format!(
+                    "options sections loop at {next:#x}"
+                )));
+            }
+            seen.push(next);
+            let (id, payload) = section(next, "options section")?;
+            if id != dat::section::OPTIONS {
+                return Err(
+                    Error::corrupt(format!("section id {id}, expected options (0)"))
+                        .context("options section")
+                        .at(next),
+                );
+            }
+            let mut c = Cur::new(&payload, 0, "options section");
+            next = 0;
+            loop {
+                let id = c.u16()?;
+                let n = c.u32()? as usize;
+                let data = c.take(n)?;
+                if id == option::DONE {
+                    if let Ok(n) = Cur::new(data, 0, "DONE option").u64() {
+                        next = n;
+                    }
+                    break;
+                }
+                let what = match id {
+                    option::HEADER_INFO => Some("HEADER_INFO section"),
+                    option::FTRACE_EVENTS => Some("FTRACE_EVENTS section"),
+                    option::EVENT_FORMATS => Some("EVENT_FORMATS section"),
+                    option::KALLSYMS => Some("KALLSYMS section"),
+                    option::PRINTK => Some("PRINTK section"),
+                    option::CMDLINES => Some("CMDLINES section"),
+                    _ => None,
+                };
+                if let Some(what) = what {
+                    let mut dc = Cur::new(data, 0, what);
+                    let off = dc.u64()?;
+                    let (sid, body) = section(off, what)?;
+                    if sid != id {
+                        return Err(Error::corrupt(format!("section id {sid}, expected {id}"))
+                            .context(what)
+                            .at(off));
+                    }
+                    let mut sc = Cur::new(&body, 0, what);
+                    match id {
+                        option::HEADER_INFO => parse_header_info(&mut sc, m)?,
+                        option::FTRACE_EVENTS => parse_ftrace_events(&mut sc, m)?,
+                        option::EVENT_FORMATS => parse_event_formats(&mut sc, m)?,
+                        option::KALLSYMS => m.kallsyms = parse_u32_blob(&mut sc)?,
+                        option::PRINTK => m.printk = parse_u32_blob(&mut sc)?,
+                        _ => m.cmdlines = parse_u64_blob(&mut sc)?,
+                    }
+                } else if id == option::BUFFER {
+                    buffer_opts.push(data.to_vec());
+                }
+                options.push(RawOption {
+                    id,
+                    data: data.to_vec(),
+                });
+            }
+        }
+        if let Some(o) = options.iter().find(|o| o.id == option::CPUCOUNT) {
+            let mut c = Cur::new(&o.data, 0, "CPUCOUNT option");
+            *cpu_count = c.u32()?;
+        }
+        for data in buffer_opts {
+            buffers.push(Self::parse_v7_buffer(b, codec, &data, page_size)?);
+        }
+        // The top buffer first, then instances in file order, like trace-cmd.
+        buffers.sort_by_key(|b| !b.name.is_empty());
+        Ok(())
+    }
+
+    fn parse_v7_buffer(b: &[u8], codec: Codec, data: &[u8], page_size: usize) -> Result<Buffer> {
+        let mut c = Cur::new(data, 0, "BUFFER option");
+        let _section = c.u64()?;
+        let name = c.cstr()?.to_string();
+        let clock = c.cstr()?.to_string();
+        // Newer trace-cmd stores the sub-buffer size before the CPU count.
+        let rest = data.len() - c.pos;
+        let mut psize = page_size;
+        let count = {
+            let mut p = Cur::new(data, 0, "BUFFER option");
+            p.pos = c.pos;
+            let a = p.u32()? as usize;
+            if rest == 4 + a * 20 {
+                c.pos += 4;
+                a
+            } else {
+                psize = a;
+                c.pos += 4;
+                c.u32()? as usize
+            }
+        };
+        let ctx = |e: Error| e.context(format!("buffer {name:?}"));
+        if count > 1 << 16 {
+            return Err(ctx(c.err(format!("CPU count {count} is not plausible"))));
+        }
+        let mut cpus = Vec::with_capacity(count);
+        for _ in 0..count {
+            let cpu = c.u32().map_err(ctx)?;
+            let off = c.u64().map_err(ctx)?;
+            let size = c.u64().map_err(ctx)?;
+            let cctx = |e: Error| e.context(format!("buffer {name:?} cpu {cpu}"));
+            let data = if codec == Codec::None || size == 0 {
+                DataRef::Mapped(mapped_range(b, off, size).map_err(cctx)?)
+            } else {
+                // trace-cmd's size leaves out the u32 chunk count in front.
+                let r = mapped_range(b, off, size.saturating_add(4)).map_err(cctx)?;
+                DataRef::Owned(decompress_chunks(codec, &b[r], off).map_err(cctx)?)
+            };
+            cpus.push(CpuData {
+                cpu,
+                file_offset: off,
+                file_size: size,
+                data,
+            });
+        }
+        cpus.sort_by_key(|c| c.cpu);
+        Ok(Buffer {
+            name,
+            clock: Some(clock),
+            page_size: psize,
+            cpus,
+        })
+    }
+
+    /// Path the file was opened from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// File version (6 or 7).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// Page size of the traced machine.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// User-space `sizeof(long)` recorded in the file header.
+    pub fn long_size(&self) -> usize {
+        self.long_size
+    }
+
+    /// Kernel `sizeof(long)` (size of the page commit word).
+    pub fn kernel_long_size(&self) -> usize {
+        self.header_page.commit_size
+    }
+
+    /// Compression name and version (v7 only).
+    pub fn compression(&self) -> Option<(&str, &str)> {
+        self.compression
+            .as_ref()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+    }
+
+    /// Number of CPUs of the traced machine.
+    pub fn cpu_count(&self) -> u32 {
+        self.cpu_count
+    }
+
+    /// Parsed page header layout.
+    pub fn header_page(&self) -> &HeaderPage {
+        &self.header_page
+    }
+
+    /// Raw text of `events/header_page`.
+    pub fn header_page_text(&self) -> &[u8] {
+        &self.header_page_text
+    }
+
+    /// Raw text of `events/header_event`.
+    pub fn header_event(&self) -> &[u8] {
+        &self.header_event_text
+    }
+
+    /// All parsed event formats.
+    pub fn formats(&self) -> &Formats {
+        &self.formats
+    }
+
+    /// Raw ftrace format files, in file order.
+    pub fn ftrace_format_texts(&self) -> &[Vec<u8>] {
+        &self.ftrace_format_texts
+    }
+
+    /// Raw event format files by system, in file order.
+    pub fn event_format_texts(&self) -> &[(String, Vec<Vec<u8>>)] {
+        &self.event_format_texts
+    }
+
+    /// Raw `/proc/kallsyms` contents.
+    pub fn kallsyms(&self) -> &[u8] {
+        &self.kallsyms
+    }
+
+    /// Raw `printk_formats` contents.
+    pub fn printk_formats(&self) -> &[u8] {
+        &self.printk_formats
+    }
+
+    /// Raw `saved_cmdlines` contents.
+    pub fn cmdlines(&self) -> &[u8] {
+        &self.cmdlines
+    }
+
+    /// All options in file order.
+    pub fn options(&self) -> &[RawOption] {
+        &self.options
+    }
+
+    fn option_text(&self, id: u16) -> Option<String> {
+        self.options
+            .iter()
+            .find(|o| o.id == id)
+            .map(|o| text(&o.data))
+    }
+
+    /// UNAME option.
+    pub fn uname(&self) -> Option<String> {
+        self.option_text(option::UNAME)
+    }
+
+    /// VERSION option (version of the writing tool).
+    pub fn tool_version(&self) -> Option<String> {
+        self.option_text(option::VERSION)
+    }
+
+    /// Trace clock: the selected clock of the TRACECLOCK option, else the
+    /// clock of the first buffer.
+    pub fn clock(&self) -> Option<String> {
+        self.option_text(option::TRACECLOCK)
+            .map(|t| selected_clock(&t))
+            .or_else(|| self.buffers.iter().find_map(|b| b.clock.clone()))
+    }
+
+    /// CPUSTAT option texts, in file order (one per CPU per buffer).
+    pub fn cpustats(&self) -> Vec<String> {
+        self.options
+            .iter()
+            .filter(|o| o.id == option::CPUSTAT)
+            .map(|o| text(&o.data))
+            .collect()
+    }
+
+    /// PROCMAPS option text.
+    pub fn procmaps(&self) -> Option<String> {
+        self.option_text(option::PROCMAPS)
+    }
+
+    /// Buffers: the top one (if the file has it) first, then instances.
+    pub fn buffers(&self) -> &[Buffer] {
+        &self.buffers
+    }
+
+    /// The buffer called `name` (`""` for the top buffer).
+    pub fn buffer(&self, name: &str) -> Option<&Buffer> {
+        self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// The raw ring-buffer pages of one CPU of a buffer (decompressed).
+    /// Record payloads returned by [`TraceFile::records`] are slices of it,
+    /// so an index can keep their offsets and find them again.
+    pub fn cpu_data<'s>(&'s self, c: &'s CpuData) -> &'s [u8] {
+        self.cpu_bytes(c)
+    }
+
+    fn cpu_bytes<'s>(&'s self, c: &'s CpuData) -> &'s [u8] {
+        match &c.data {
+            DataRef::Mapped(r) => &self.bytes[r.clone()],
+            DataRef::Owned(v) => v,
+        }
+    }
+
+    /// Events of `buffer`, all CPUs merged by timestamp.
+    pub fn records<'s>(&'s self, buffer: &'s Buffer) -> Records<'s> {
+        self.records_of_cpus(buffer, None)
+    }
+
+    /// Events of `buffer` on the given CPUs only (`None` = all), merged by
+    /// timestamp.
+    pub fn records_of_cpus<'s>(&'s self, buffer: &'s Buffer, cpus: Option<&[u32]>) -> Records<'s> {
+        let streams = buffer
+            .cpus
+            .iter()
+            .filter(|c| cpus.is_none_or(|l| l.contains(&c.cpu)))
+            .map(|c| CpuStream {
+                cpu: c.cpu,
+                data: self.cpu_bytes(c),
+                page_size: buffer.page_size,
+                next_page: 0,
+                page: None,
+                peeked: None,
+                lost: None,
+                first_on_page: false,
+                done: false,
+                error_ctx: buffer.name.clone(),
+            })
+            .collect();
+        Records {
+            streams,
+            header: self.header_page,
+            pending: None,
+            failed: false,
+            compat_lost: false,
+        }
+    }
+}
+
+/// The selected clock in a `trace_clock` text (`"[local] global"` -> `local`).
+pub fn selected_clock(t: &str) -> String {
+    if let (Some(a), Some(b)) = (t.find('['), t.find(']')) {
+        if a < b {
+            return t[a + 1..b].to_string();
+        }
+    }
+    t.split_whitespace().next().unwrap_or("").to_string()
+}
+
+fn mapped_range(b: &[u8], off: u64, size: u64) -> Result<Range<usize>> {
+    let end = off.checked_add(size);
+    match end {
+        Some(e) if e <= b.len() as u64 => Ok(off as usize..e as usize),
+        _ => Err(Error::corrupt(format!(
+            "data at {off:#x} of {size} bytes runs past the end of the file ({} bytes)",
+            b.len()
+        ))),
+    }
+}
+
+fn decompress_chunks(codec: Codec, b: &[u8], base: u64) -> Result<Vec<u8>> {
+    let mut c = Cur::new(b, base, "compressed data");
+    let count = c.u32()?;
+    let mut out = Vec::new();
+    for i in 0..count {
+        let at = c.base + c.pos as u64;
+        let csize = c.u32()? as usize;
+        let usize_ = c.u32()? as usize;
+        let data = c.take(csize)?;
+        let chunk =
+            decompress(codec, data, usize_).map_err(|e| e.context(format!("chunk {i}")).at(at))?;
+        if out.len() + chunk.len() > MAX_UNCOMPRESSED * 4 {
+            return Err(Error::corrupt("decompressed data too large").at(at));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(out)
+}
+
+struct CpuStream<'a> {
+    cpu: u32,
+    data: &'a [u8],
+    page_size: usize,
+    next_page: usize,
+    page: Option<PageItems<'a>>,
+    /// Next event of this CPU: (ts, payload).
+    peeked: Option<(u64, &'a [u8])>,
+    /// Lost-events info of the page of `peeked`, if it is the page's first event.
+    lost: Option<Missed>,
+    /// Whether `peeked` is the first event of its page at data offset 0.
+    first_on_page: bool,
+    done: bool,
+    error_ctx: String,
+}
+
+impl<'a> CpuStream<'a> {
+    /// Makes `peeked` hold the next event, loading pages as needed.
+    fn fill(&mut self, hp: &HeaderPage) -> Result<()> {
+        if self.peeked.is_some() || self.done {
+            return Ok(());
+        }
+        loop {
+            if let Some(items) = &mut self.page {
+                match items.next() {
+                    Some(Ok(PageItem::Event { ts, data, offset })) => {
+                        self.peeked = Some((ts, data));
+                        // kbuffer only reports missed events for an event at
+                        // the very start of the page data.
+                        self.first_on_page = self.lost.is_some() && offset <= 8;
+                        return Ok(());
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        self.done = true;
+                        let page_at = self.next_page.saturating_sub(self.page_size) as u64;
+                        return Err(e
+                            .context(format!("page at {page_at:#x}"))
+                            .context(self.ctx()));
+                    }
+                    None => {
+                        self.page = None;
+                        self.lost = None;
+                    }
+                }
+            }
+            let start = self.next_page;
+            if start >= self.data.len() {
+                self.done = true;
+                return Ok(());
+            }
+            let end = (start + self.page_size).min(self.data.len());
+            self.next_page = start + self.page_size;
+            let page = Page::new(&self.data[start..end], hp).map_err(|e| {
+                self.done = true;
+                e.context(format!("page at {start:#x}")).context(self.ctx())
+            })?;
+            self.lost = match page.missed() {
+                Missed::None => None,
+                m => Some(m),
+            };
+            self.page = Some(page.items());
+        }
+    }
+
+    fn ctx(&self) -> String {
+        if self.error_ctx.is_empty() {
+            format!("cpu {}", self.cpu)
+        } else {
+            format!("buffer {:?} cpu {}", self.error_ctx, self.cpu)
+        }
+    }
+}
+
+/// Iterator over the merged events of one buffer; see [`TraceFile::records`].
+///
+/// After an error the CPU that failed stops; the other CPUs go on.
+pub struct Records<'a> {
+    streams: Vec<CpuStream<'a>>,
+    header: HeaderPage,
+    pending: Option<Record<'a>>,
+    failed: bool,
+    compat_lost: bool,
+}
+
+impl<'a> Records<'a> {
+    /// Reports lost events exactly when `trace-cmd report` (libtraceevent's
+    /// kbuffer) does: only if the page's first event sits at the very start
+    /// of the page data (not after a time extend or padding).
+    pub fn trace_cmd_compat(mut self) -> Self {
+        self.compat_lost = true;
+        self
+    }
+
+    /// Whether any CPU stream stopped on an error.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Item<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(r) = self.pending.take() {
+            return Some(Ok(Item::Event(r)));
+        }
+        let mut best: Option<(usize, u64)> = None;
+        for i in 0..self.streams.len() {
+            let s = &mut self.streams[i];
+            if let Err(e) = s.fill(&self.header) {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            if let Some((ts, _)) = s.peeked {
+                if best.is_none_or(|(_, bts)| ts < bts) {
+                    best = Some((i, ts));
+                }
+            }
+        }
+        let (i, ts) = best?;
+        let s = &mut self.streams[i];
+        let (_, data) = s.peeked.take().expect("peeked");
+        let rec = Record {
+            cpu: s.cpu,
+            ts,
+            data,
+        };
+        if let Some(m) = s.lost.take() {
+            let report = !self.compat_lost || s.first_on_page;
+            if report {
+                self.pending = Some(rec);
+                let count = match m {
+                    Missed::Count(n) => Some(n),
+                    _ => None,
+                };
+                return Some(Ok(Item::Lost {
+                    cpu: s.cpu,
+                    ts,
+                    count,
+                }));
+            }
+        }
+        Some(Ok(Item::Event(rec)))
+    }
+}
