@@ -1,1 +1,6 @@
-fn main() { pkg_config::Config::new().atleast_version("1.7").probe("libtraceevent").expect("libtraceevent not found: apt-get install libtraceevent-dev"); }
+fn main() {
+    pkg_config::Config::new()
+        .atleast_version("1.7")
+        .probe("libtraceevent")
+        .expect("libtraceevent not found: apt-get install libtraceevent-dev");
+}

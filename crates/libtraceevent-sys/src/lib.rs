@@ -1,1 +1,523 @@
-//! TODO
+//! FFI bindings to the system libtraceevent (Debian `libtraceevent-dev` 1.7),
+//! written by hand for the functions this project uses, plus a small safe
+//! wrapper, [`Tep`], around a `tep_handle`.
+//!
+//! Only the layouts of the structs that Rust code creates or reads
+//! ([`tep_record`], [`trace_seq`]) are spelled out; everything else is
+//! opaque. The `layout` tests check them against the library.
+
+#![allow(non_camel_case_types)]
+
+use std::ffi::{c_char, c_int, c_uint, c_ulong, c_ulonglong, c_void, CStr, CString};
+
+/// Opaque `struct tep_handle`.
+#[repr(C)]
+pub struct tep_handle {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct tep_event`.
+#[repr(C)]
+pub struct tep_event {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct tep_plugin_list`.
+#[repr(C)]
+pub struct tep_plugin_list {
+    _private: [u8; 0],
+}
+
+/// Opaque `struct tep_event_filter`.
+#[repr(C)]
+pub struct tep_event_filter {
+    _private: [u8; 0],
+}
+
+/// `struct tep_record` (without the `DEBUG_RECORD` fields, which Debian's
+/// build does not have).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct tep_record {
+    /// Timestamp.
+    pub ts: c_ulonglong,
+    /// Offset in the file (informational).
+    pub offset: c_ulonglong,
+    /// Events dropped before this record (-1 = unknown count).
+    pub missed_events: i64,
+    /// Size of the record including its ring-buffer header.
+    pub record_size: c_int,
+    /// Size of `data`.
+    pub size: c_int,
+    /// The event payload.
+    pub data: *mut c_void,
+    /// CPU.
+    pub cpu: c_int,
+    /// Reference count (unused by the printing functions).
+    pub ref_count: c_int,
+    /// Do not free.
+    pub locked: c_int,
+    /// Private pointer.
+    pub priv_: *mut c_void,
+}
+
+/// `struct trace_seq`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct trace_seq {
+    /// Buffer (owned by libtraceevent).
+    pub buffer: *mut c_char,
+    /// Allocated size.
+    pub buffer_size: c_uint,
+    /// Used length.
+    pub len: c_uint,
+    /// Read position.
+    pub readpos: c_uint,
+    /// `enum trace_seq_fail`.
+    pub state: c_int,
+}
+
+/// `enum tep_endian`: little endian.
+pub const TEP_LITTLE_ENDIAN: c_int = 0;
+/// `enum tep_endian`: big endian.
+pub const TEP_BIG_ENDIAN: c_int = 1;
+/// `enum tep_flag`: print timestamps in nanoseconds.
+pub const TEP_NSEC_OUTPUT: c_int = 1;
+/// `TEP_PRINT_PID` argument of `tep_print_event`.
+pub const TEP_PRINT_PID: c_uint = 1;
+/// `TEP_PRINT_TIME` argument of `tep_print_event`.
+pub const TEP_PRINT_TIME: c_uint = 2;
+/// `TEP_PRINT_CPU` argument of `tep_print_event`.
+pub const TEP_PRINT_CPU: c_uint = 3;
+/// `TEP_PRINT_INFO` argument of `tep_print_event`.
+pub const TEP_PRINT_INFO: &CStr = c"INFO";
+/// `TEP_PRINT_INFO_RAW` argument of `tep_print_event`.
+pub const TEP_PRINT_INFO_RAW: &CStr = c"INFO_RAW";
+/// `TEP_PRINT_COMM` argument of `tep_print_event`.
+pub const TEP_PRINT_COMM: &CStr = c"COMM";
+/// `TEP_PRINT_LATENCY` argument of `tep_print_event`.
+pub const TEP_PRINT_LATENCY: &CStr = c"LATENCY";
+/// `TEP_PRINT_NAME` argument of `tep_print_event`.
+pub const TEP_PRINT_NAME: &CStr = c"NAME";
+/// `tep_filter_match`: the record matches.
+pub const TEP_ERRNO__FILTER_MATCH: c_int = 0;
+/// `tep_filter_match`: no filter for this event.
+pub const TEP_ERRNO__FILTER_NOT_FOUND: c_int = -99974;
+/// `tep_filter_match`: the filter is empty.
+pub const TEP_ERRNO__NO_FILTER: c_int = -99972;
+/// `tep_filter_match`: the record does not match.
+pub const TEP_ERRNO__FILTER_MISS: c_int = -99971;
+
+#[link(name = "traceevent")]
+extern "C" {
+    pub fn tep_alloc() -> *mut tep_handle;
+    pub fn tep_free(tep: *mut tep_handle);
+    pub fn tep_set_flag(tep: *mut tep_handle, flag: c_int);
+    pub fn tep_set_cpus(tep: *mut tep_handle, cpus: c_int);
+    pub fn tep_set_long_size(tep: *mut tep_handle, long_size: c_int);
+    pub fn tep_set_page_size(tep: *mut tep_handle, page_size: c_int);
+    pub fn tep_set_file_bigendian(tep: *mut tep_handle, endian: c_int);
+    pub fn tep_set_local_bigendian(tep: *mut tep_handle, endian: c_int);
+    pub fn tep_get_long_size(tep: *mut tep_handle) -> c_int;
+    pub fn tep_parse_header_page(
+        tep: *mut tep_handle,
+        buf: *mut c_char,
+        size: c_ulong,
+        long_size: c_int,
+    ) -> c_int;
+    pub fn tep_parse_event(
+        tep: *mut tep_handle,
+        buf: *const c_char,
+        size: c_ulong,
+        sys: *const c_char,
+    ) -> c_int;
+    pub fn tep_parse_kallsyms(tep: *mut tep_handle, kallsyms: *const c_char) -> c_int;
+    pub fn tep_register_function(
+        tep: *mut tep_handle,
+        name: *mut c_char,
+        addr: c_ulonglong,
+        module: *mut c_char,
+    ) -> c_int;
+    pub fn tep_parse_printk_formats(tep: *mut tep_handle, buf: *const c_char) -> c_int;
+    pub fn tep_register_print_string(
+        tep: *mut tep_handle,
+        fmt: *const c_char,
+        addr: c_ulonglong,
+    ) -> c_int;
+    pub fn tep_parse_saved_cmdlines(tep: *mut tep_handle, buf: *const c_char) -> c_int;
+    pub fn tep_register_comm(tep: *mut tep_handle, comm: *const c_char, pid: c_int) -> c_int;
+    pub fn tep_load_plugins(tep: *mut tep_handle) -> *mut tep_plugin_list;
+    pub fn tep_unload_plugins(list: *mut tep_plugin_list, tep: *mut tep_handle);
+    pub fn tep_find_event(tep: *mut tep_handle, id: c_int) -> *mut tep_event;
+    pub fn tep_find_event_by_name(
+        tep: *mut tep_handle,
+        sys: *const c_char,
+        name: *const c_char,
+    ) -> *mut tep_event;
+    pub fn tep_find_function(tep: *mut tep_handle, addr: c_ulonglong) -> *const c_char;
+    pub fn tep_data_pid(tep: *mut tep_handle, rec: *mut tep_record) -> c_int;
+    pub fn tep_data_flags(tep: *mut tep_handle, rec: *mut tep_record) -> c_int;
+    pub fn tep_data_comm_from_pid(tep: *mut tep_handle, pid: c_int) -> *const c_char;
+    pub fn tep_print_event(
+        tep: *mut tep_handle,
+        s: *mut trace_seq,
+        record: *mut tep_record,
+        fmt: *const c_char,
+        ...
+    );
+    pub fn tep_filter_alloc(tep: *mut tep_handle) -> *mut tep_event_filter;
+    pub fn tep_filter_add_filter_str(
+        filter: *mut tep_event_filter,
+        filter_str: *const c_char,
+    ) -> c_int;
+    pub fn tep_filter_match(filter: *mut tep_event_filter, record: *mut tep_record) -> c_int;
+    pub fn tep_filter_strerror(
+        filter: *mut tep_event_filter,
+        err: c_int,
+        buf: *mut c_char,
+        buflen: usize,
+    ) -> c_int;
+    pub fn tep_filter_free(filter: *mut tep_event_filter);
+
+    pub fn trace_seq_init(s: *mut trace_seq);
+    pub fn trace_seq_reset(s: *mut trace_seq);
+    pub fn trace_seq_destroy(s: *mut trace_seq);
+    pub fn trace_seq_puts(s: *mut trace_seq, str_: *const c_char) -> c_int;
+    pub fn trace_seq_putc(s: *mut trace_seq, c: u8) -> c_int;
+    pub fn trace_seq_terminate(s: *mut trace_seq);
+}
+
+/// Error of the safe wrapper: what failed, with libtraceevent's return code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TepError(pub String);
+
+impl std::fmt::Display for TepError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "libtraceevent: {}", self.0)
+    }
+}
+
+impl std::error::Error for TepError {}
+
+fn cstring(b: &[u8]) -> CString {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    CString::new(&b[..end]).expect("no interior NUL after truncation")
+}
+
+/// An owned `tep_handle` with its plugins.
+///
+/// # Invariants
+/// `tep` is a valid handle from `tep_alloc` owned by this value; `plugins`
+/// is null or the list returned by `tep_load_plugins` for it.
+pub struct Tep {
+    tep: *mut tep_handle,
+    plugins: *mut tep_plugin_list,
+}
+
+impl Tep {
+    /// Allocates a handle for a little-endian file with the given kernel
+    /// `long_size` and page size.
+    pub fn new(long_size: usize, page_size: usize) -> Result<Tep, TepError> {
+        // SAFETY: tep_alloc has no preconditions; the result is checked.
+        let tep = unsafe { tep_alloc() };
+        if tep.is_null() {
+            return Err(TepError("tep_alloc failed".into()));
+        }
+        // SAFETY: tep is valid (checked above).
+        unsafe {
+            tep_set_file_bigendian(tep, TEP_LITTLE_ENDIAN);
+            tep_set_local_bigendian(
+                tep,
+                if cfg!(target_endian = "big") {
+                    TEP_BIG_ENDIAN
+                } else {
+                    TEP_LITTLE_ENDIAN
+                },
+            );
+            tep_set_long_size(tep, long_size as c_int);
+            tep_set_page_size(tep, page_size as c_int);
+        }
+        Ok(Tep {
+            tep,
+            plugins: std::ptr::null_mut(),
+        })
+    }
+
+    /// The raw handle, for calls this wrapper does not cover.
+    pub fn as_ptr(&self) -> *mut tep_handle {
+        self.tep
+    }
+
+    /// Sets a `tep_flag` (e.g. [`TEP_NSEC_OUTPUT`]).
+    pub fn set_flag(&mut self, flag: c_int) {
+        // SAFETY: self.tep is valid (type invariant).
+        unsafe { tep_set_flag(self.tep, flag) }
+    }
+
+    /// Sets the CPU count.
+    pub fn set_cpus(&mut self, cpus: usize) {
+        // SAFETY: self.tep is valid (type invariant).
+        unsafe { tep_set_cpus(self.tep, cpus as c_int) }
+    }
+
+    /// Parses the text of `events/header_page`.
+    pub fn parse_header_page(&mut self, text: &[u8], long_size: usize) -> Result<(), TepError> {
+        let mut buf = text.to_vec();
+        buf.push(0);
+        // SAFETY: buf is a valid, NUL-terminated buffer of at least
+        // text.len() bytes that outlives the call; the library only reads it.
+        let r = unsafe {
+            tep_parse_header_page(
+                self.tep,
+                buf.as_mut_ptr().cast(),
+                text.len() as c_ulong,
+                long_size as c_int,
+            )
+        };
+        if r != 0 {
+            return Err(TepError(format!("cannot parse header_page ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Parses one event format file of `system`.
+    pub fn parse_event(&mut self, text: &[u8], system: &str) -> Result<(), TepError> {
+        let sys = CString::new(system).map_err(|_| TepError("bad system name".into()))?;
+        // SAFETY: text is valid for text.len() bytes, sys is NUL-terminated;
+        // both outlive the call and the library copies what it keeps.
+        let r = unsafe {
+            tep_parse_event(
+                self.tep,
+                text.as_ptr().cast(),
+                text.len() as c_ulong,
+                sys.as_ptr(),
+            )
+        };
+        if r != 0 {
+            return Err(TepError(format!("cannot parse an event of {system} ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Loads `/proc/kallsyms` text.
+    pub fn parse_kallsyms(&mut self, text: &[u8]) -> Result<(), TepError> {
+        let c = cstring(text);
+        // SAFETY: c is NUL-terminated and outlives the call.
+        let r = unsafe { tep_parse_kallsyms(self.tep, c.as_ptr()) };
+        if r != 0 {
+            return Err(TepError(format!("cannot parse kallsyms ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Loads `printk_formats` text.
+    pub fn parse_printk_formats(&mut self, text: &[u8]) -> Result<(), TepError> {
+        let c = cstring(text);
+        // SAFETY: c is NUL-terminated and outlives the call.
+        let r = unsafe { tep_parse_printk_formats(self.tep, c.as_ptr()) };
+        if r != 0 {
+            return Err(TepError(format!("cannot parse printk formats ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Loads `saved_cmdlines` text.
+    pub fn parse_saved_cmdlines(&mut self, text: &[u8]) -> Result<(), TepError> {
+        let c = cstring(text);
+        // SAFETY: c is NUL-terminated and outlives the call.
+        let r = unsafe { tep_parse_saved_cmdlines(self.tep, c.as_ptr()) };
+        if r != 0 {
+            return Err(TepError(format!("cannot parse saved cmdlines ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Registers `comm` for `pid`.
+    pub fn register_comm(&mut self, comm: &str, pid: i32) -> Result<(), TepError> {
+        let c = CString::new(comm).map_err(|_| TepError("bad comm".into()))?;
+        // SAFETY: c is NUL-terminated and outlives the call; the library copies it.
+        let r = unsafe { tep_register_comm(self.tep, c.as_ptr(), pid) };
+        if r != 0 {
+            return Err(TepError(format!("cannot register comm {comm} ({r})")));
+        }
+        Ok(())
+    }
+
+    /// Loads the system's libtraceevent plugins (once).
+    pub fn load_plugins(&mut self) {
+        if self.plugins.is_null() {
+            // SAFETY: self.tep is valid (type invariant).
+            self.plugins = unsafe { tep_load_plugins(self.tep) };
+        }
+    }
+
+    /// The kernel symbol containing `addr`, if known.
+    pub fn find_function(&self, addr: u64) -> Option<String> {
+        // SAFETY: self.tep is valid; the returned string is owned by the
+        // handle and copied before the handle can change.
+        unsafe {
+            let p = tep_find_function(self.tep, addr);
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
+        }
+    }
+}
+
+impl Drop for Tep {
+    fn drop(&mut self) {
+        // SAFETY: both pointers are owned by self (type invariant) and are
+        // not used after this.
+        unsafe {
+            if !self.plugins.is_null() {
+                tep_unload_plugins(self.plugins, self.tep);
+            }
+            tep_free(self.tep);
+        }
+    }
+}
+
+/// An owned `trace_seq`.
+pub struct TraceSeq {
+    s: Box<trace_seq>,
+}
+
+impl Default for TraceSeq {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TraceSeq {
+    /// A new, empty sequence.
+    pub fn new() -> TraceSeq {
+        let mut s = Box::new(trace_seq {
+            buffer: std::ptr::null_mut(),
+            buffer_size: 0,
+            len: 0,
+            readpos: 0,
+            state: 0,
+        });
+        // SAFETY: s points to writable memory of the right layout.
+        unsafe { trace_seq_init(&mut *s) };
+        TraceSeq { s }
+    }
+
+    /// The raw pointer, for `tep_print_event` and friends.
+    pub fn as_mut_ptr(&mut self) -> *mut trace_seq {
+        &mut *self.s
+    }
+
+    /// The bytes written so far.
+    pub fn as_bytes(&self) -> &[u8] {
+        if self.s.buffer.is_null() || self.s.len == 0 {
+            return &[];
+        }
+        // SAFETY: buffer holds at least len initialized bytes (trace_seq
+        // invariant maintained by libtraceevent).
+        unsafe { std::slice::from_raw_parts(self.s.buffer as *const u8, self.s.len as usize) }
+    }
+
+    /// Empties the sequence, keeping its buffer.
+    pub fn reset(&mut self) {
+        // SAFETY: the seq was initialized by trace_seq_init.
+        unsafe { trace_seq_reset(&mut *self.s) }
+    }
+
+    /// Appends a string.
+    pub fn puts(&mut self, s: &str) {
+        if let Ok(c) = CString::new(s) {
+            // SAFETY: seq initialized; c is NUL-terminated.
+            unsafe { trace_seq_puts(&mut *self.s, c.as_ptr()) };
+        }
+    }
+}
+
+impl Drop for TraceSeq {
+    fn drop(&mut self) {
+        // SAFETY: the seq was initialized by trace_seq_init and is not used after.
+        unsafe { trace_seq_destroy(&mut *self.s) }
+    }
+}
+
+#[cfg(test)]
+mod layout {
+    use super::*;
+
+    #[test]
+    fn struct_sizes_match_the_c_headers() {
+        // Values from offsetof()/sizeof() on Debian 12 x86_64 with
+        // libtraceevent 1.7.1.
+        #[cfg(target_pointer_width = "64")]
+        {
+            assert_eq!(std::mem::size_of::<tep_record>(), 64);
+            assert_eq!(std::mem::offset_of!(tep_record, missed_events), 16);
+            assert_eq!(std::mem::offset_of!(tep_record, record_size), 24);
+            assert_eq!(std::mem::offset_of!(tep_record, size), 28);
+            assert_eq!(std::mem::offset_of!(tep_record, data), 32);
+            assert_eq!(std::mem::offset_of!(tep_record, cpu), 40);
+            assert_eq!(std::mem::offset_of!(tep_record, priv_), 56);
+            assert_eq!(std::mem::size_of::<trace_seq>(), 24);
+            assert_eq!(std::mem::offset_of!(trace_seq, len), 12);
+        }
+    }
+
+    #[test]
+    fn trace_seq_fields_are_where_the_library_writes() {
+        let mut s = TraceSeq::new();
+        s.puts("abc");
+        assert_eq!(s.as_bytes(), b"abc");
+        s.reset();
+        assert_eq!(s.as_bytes(), b"");
+    }
+
+    #[test]
+    fn tep_record_fields_are_where_the_library_reads() {
+        let mut tep = Tep::new(8, 4096).unwrap();
+        let fmt = b"name: ev\nID: 42\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:int value;\toffset:8;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"value=%d\", REC->value\n";
+        tep.parse_event(fmt, "test").unwrap();
+        tep.register_comm("worker", 77).unwrap();
+        let mut data = [0u8; 12];
+        data[0..2].copy_from_slice(&42u16.to_le_bytes());
+        data[4..8].copy_from_slice(&77i32.to_le_bytes());
+        data[8..12].copy_from_slice(&(-5i32).to_le_bytes());
+        let mut rec = tep_record {
+            ts: 1_234_567_890,
+            offset: 0,
+            missed_events: 0,
+            record_size: 16,
+            size: 12,
+            data: data.as_mut_ptr().cast(),
+            cpu: 7,
+            ref_count: 1,
+            locked: 0,
+            priv_: std::ptr::null_mut(),
+        };
+        let mut s = TraceSeq::new();
+        // SAFETY: all pointers are valid for the duration of the call and
+        // the variadic arguments match the format's conversions.
+        unsafe {
+            tep_print_event(
+                tep.as_ptr(),
+                s.as_mut_ptr(),
+                &mut rec,
+                c"%s-%d [%03d] %6.1000d: %s".as_ptr(),
+                TEP_PRINT_COMM.as_ptr(),
+                TEP_PRINT_PID,
+                TEP_PRINT_CPU,
+                TEP_PRINT_TIME,
+                TEP_PRINT_INFO.as_ptr(),
+            );
+        }
+        assert_eq!(
+            std::str::from_utf8(s.as_bytes()).unwrap(),
+            "worker-77 [007]     1.234568: value=-5"
+        );
+        // SAFETY: tep and rec are valid.
+        assert_eq!(unsafe { tep_data_pid(tep.as_ptr(), &mut rec) }, 77);
+    }
+}
