@@ -28,8 +28,10 @@
 //! on matching cookie, flush unmatched samples kernel-only at the end) but
 //! works across CPUs and treats lost events explicitly.
 
+pub mod file;
 pub mod stitcher;
 pub mod symbols;
+pub mod testdata;
 pub mod trace;
 
 pub use crate::stitcher::{

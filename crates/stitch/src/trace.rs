@@ -1,1 +1,445 @@
-//! Adapter from trace.dat (placeholder while the reader lands).
+//! Adapter from trace.dat records (`tracedata`) to stitcher [`Input`]s, and
+//! the compact per-event index that the report and the TUI share.
+//!
+//! [`crate::file::load`] makes one pass over a buffer of a `TraceFile`: every record
+//! becomes an [`EventMeta`] (24 bytes: enough to list it, filter it and find
+//! it again) and an [`Input`] for the [`Stitcher`]. Payloads are not kept:
+//! [`crate::file::record`] finds the record of an event again when a view
+//! needs its fields.
+
+use std::collections::HashMap;
+
+use tracedata::format::{EventFormat, FieldKind};
+use tracedata::reader::Item;
+use tracedata::Record;
+
+use crate::stitcher::{Input, Stitched, Stitcher};
+
+/// The events the stitcher treats specially, found by name in a file's
+/// formats.
+#[derive(Debug, Clone, Default)]
+pub struct SpecialEvents {
+    cookie: Option<EventFormat>,
+    unwind_stack: Option<EventFormat>,
+    user_stack: Option<EventFormat>,
+    kernel_stack: Option<EventFormat>,
+}
+
+impl SpecialEvents {
+    /// Picks the special events among `formats` (the `ftrace` system's
+    /// `user_unwind_cookie`, `user_unwind_stack`, `user_stack`,
+    /// `kernel_stack`).
+    pub fn new<'f>(formats: impl IntoIterator<Item = &'f EventFormat>) -> Self {
+        let mut s = SpecialEvents::default();
+        for f in formats {
+            if f.system != "ftrace" {
+                continue;
+            }
+            let slot = match f.name.as_str() {
+                "user_unwind_cookie" => &mut s.cookie,
+                "user_unwind_stack" => &mut s.unwind_stack,
+                "user_stack" => &mut s.user_stack,
+                "kernel_stack" => &mut s.kernel_stack,
+                _ => continue,
+            };
+            *slot = Some(f.clone());
+        }
+        s
+    }
+
+    /// True when the file has the deferred unwinding events.
+    pub fn has_deferred(&self) -> bool {
+        self.cookie.is_some() || self.unwind_stack.is_some()
+    }
+
+    fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
+        f.as_ref().filter(|f| f.id == id)
+    }
+
+    /// Maps one record to a stitcher input. Stacks are decoded into
+    /// `scratch`. A special record that does not decode (truncated, missing
+    /// field) becomes a plain [`Input::Kernel`], so that bad data never
+    /// attaches anything.
+    pub fn input<'s>(&self, seq: u64, rec: &Record<'_>, scratch: &'s mut Vec<u64>) -> Input<'s> {
+        let cpu = rec.cpu;
+        let ts = rec.ts;
+        let pid = rec.common_pid().unwrap_or(-1);
+        let plain = Input::Kernel { seq, cpu, ts, pid };
+        let Some(id) = rec.common_type() else {
+            return plain;
+        };
+        scratch.clear();
+        if let Some(f) = Self::is(&self.cookie, id) {
+            return match rec.u64_field(f, "cookie") {
+                Ok(cookie) => Input::Cookie {
+                    seq,
+                    cpu,
+                    ts,
+                    pid,
+                    cookie,
+                },
+                Err(_) => plain,
+            };
+        }
+        if let Some(f) = Self::is(&self.unwind_stack, id) {
+            let (Ok(cookie), Ok(stack)) =
+                (rec.u64_field(f, "cookie"), rec.u64_array_field(f, "stack"))
+            else {
+                return plain;
+            };
+            *scratch = stack;
+            return Input::UserStack {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+                stack: scratch,
+            };
+        }
+        if let Some(f) = Self::is(&self.user_stack, id) {
+            if !stack_words(rec, f, "caller", scratch) {
+                return plain;
+            }
+            // Unused slots of the fixed array are zero.
+            let n = scratch
+                .iter()
+                .position(|&a| a == 0)
+                .unwrap_or(scratch.len());
+            scratch.truncate(n);
+            return Input::SyncUserStack {
+                seq,
+                cpu,
+                ts,
+                pid,
+                stack: scratch,
+            };
+        }
+        if let Some(f) = Self::is(&self.kernel_stack, id) {
+            if !stack_words(rec, f, "caller", scratch) {
+                return plain;
+            }
+            // `size` is the number of entries; the record may be shorter
+            // than the declared array, and -1 ends the stack.
+            if let Ok(size) = rec.u64_field(f, "size") {
+                scratch.truncate(size as usize);
+            }
+            let n = scratch
+                .iter()
+                .position(|&a| a == u64::MAX || a == 0)
+                .unwrap_or(scratch.len());
+            scratch.truncate(n);
+            return Input::KernelStack {
+                seq,
+                cpu,
+                ts,
+                pid,
+                stack: scratch,
+            };
+        }
+        plain
+    }
+}
+
+/// Reads the words of an inline `unsigned long caller[N]` array that may be
+/// cut short by the record length (the kernel sizes stack records by the
+/// number of entries). 32-bit kernels use 4-byte words; an all-ones word
+/// becomes `u64::MAX`.
+fn stack_words(rec: &Record<'_>, f: &EventFormat, name: &str, out: &mut Vec<u64>) -> bool {
+    let Some(field) = f.field(name) else {
+        return false;
+    };
+    if matches!(field.kind, FieldKind::DataLoc | FieldKind::RelLoc) {
+        return match rec.u64_array_field(f, name) {
+            Ok(v) => {
+                *out = v;
+                true
+            }
+            Err(_) => false,
+        };
+    }
+    let ws = if f.long_size == 4 { 4 } else { 8 };
+    let Some(bytes) = rec.data.get(field.offset.min(rec.data.len())..) else {
+        return false;
+    };
+    let max = match field.kind {
+        FieldKind::Array { count } if count > 0 => count,
+        _ => usize::MAX,
+    };
+    out.clear();
+    for w in bytes.chunks_exact(ws).take(max) {
+        out.push(if ws == 4 {
+            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            if v == u32::MAX {
+                u64::MAX
+            } else {
+                u64::from(v)
+            }
+        } else {
+            u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
+        });
+    }
+    true
+}
+
+/// What the index keeps of one record (24 bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventMeta {
+    /// Timestamp.
+    pub ts: u64,
+    /// Where the payload is: `offset << 16 | len` in its CPU's data (see
+    /// [`Locator`]), or `u64::MAX` when unknown.
+    pub loc: u64,
+    /// Task (`common_pid`).
+    pub pid: i32,
+    /// CPU.
+    pub cpu: u16,
+    /// Event id (`common_type`), 0 when the record is too short.
+    pub id: u16,
+}
+
+impl EventMeta {
+    /// The payload of this event in `cpu_data`, the data of its CPU.
+    pub fn payload<'d>(&self, cpu_data: &'d [u8]) -> Option<&'d [u8]> {
+        if self.loc == u64::MAX {
+            return None;
+        }
+        let off = (self.loc >> 16) as usize;
+        let len = (self.loc & 0xffff) as usize;
+        cpu_data.get(off..off.checked_add(len)?)
+    }
+}
+
+/// Finds where record payloads sit in the per-CPU data they were sliced
+/// from: `(cpu, data)` pairs.
+#[derive(Debug, Default, Clone)]
+pub struct Locator {
+    /// (cpu, start address, length) of each CPU's data.
+    bases: Vec<(u32, usize, usize)>,
+}
+
+impl Locator {
+    /// A locator over the data of each CPU.
+    pub fn new<'d>(cpus: impl IntoIterator<Item = (u32, &'d [u8])>) -> Self {
+        Locator {
+            bases: cpus
+                .into_iter()
+                .map(|(c, d)| (c, d.as_ptr() as usize, d.len()))
+                .collect(),
+        }
+    }
+
+    /// `offset << 16 | len` of `data` inside the data of `cpu`, or
+    /// `u64::MAX` if it is not there (or is 64 KiB or longer).
+    pub fn locate(&self, cpu: u32, data: &[u8]) -> u64 {
+        let p = data.as_ptr() as usize;
+        for &(c, start, len) in &self.bases {
+            if c == cpu && p >= start && p + data.len() <= start + len && data.len() < 0x10000 {
+                return ((p - start) as u64) << 16 | data.len() as u64;
+            }
+        }
+        u64::MAX
+    }
+}
+
+/// A loss, placed in the event sequence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LossMark {
+    /// Seq of the first event after the gap.
+    pub before_seq: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Timestamp of the first record after the gap.
+    pub ts: u64,
+    /// Count, when known.
+    pub count: Option<u64>,
+}
+
+/// `saved_cmdlines`: pid to command name.
+#[derive(Debug, Default, Clone)]
+pub struct Comms {
+    map: HashMap<i32, String>,
+}
+
+impl Comms {
+    /// Parses `PID COMM` lines.
+    pub fn parse(text: &str) -> Self {
+        let mut map = HashMap::new();
+        for line in text.lines() {
+            let line = line.trim_end_matches('\0');
+            if let Some((p, c)) = line.trim_start().split_once(' ') {
+                if let Ok(p) = p.parse::<i32>() {
+                    map.insert(p, c.trim().to_string());
+                }
+            }
+        }
+        Comms { map }
+    }
+
+    /// Sets the name of `pid`.
+    pub fn insert(&mut self, pid: i32, comm: &str) {
+        self.map.insert(pid, comm.to_string());
+    }
+
+    /// The name of `pid`: `<idle>` for 0, `<...>` when unknown.
+    pub fn get(&self, pid: i32) -> &str {
+        if pid == 0 {
+            return "<idle>";
+        }
+        self.map.get(&pid).map(|s| s.as_str()).unwrap_or("<...>")
+    }
+}
+
+/// Everything the views need about one buffer of a trace, without payloads.
+#[derive(Debug, Default)]
+pub struct Index {
+    /// One entry per record, in merged time order; the position is the seq.
+    pub events: Vec<EventMeta>,
+    /// Losses, in order.
+    pub losses: Vec<LossMark>,
+    /// The stitched groups.
+    pub stitched: Stitched,
+    /// Event formats by id.
+    pub formats: HashMap<u16, EventFormat>,
+    /// Command names.
+    pub comms: Comms,
+    /// The first read error (the CPU that failed stops, others go on).
+    pub error: Option<String>,
+}
+
+impl Index {
+    /// Builds the index from a sequence of items (records and losses): the
+    /// core of [`crate::file::load`], usable without a file.
+    pub fn build<'a, E: std::fmt::Display>(
+        formats: impl IntoIterator<Item = EventFormat>,
+        comms: Comms,
+        locator: &Locator,
+        items: impl IntoIterator<Item = Result<Item<'a>, E>>,
+    ) -> Index {
+        let formats: HashMap<u16, EventFormat> = formats.into_iter().map(|f| (f.id, f)).collect();
+        let special = SpecialEvents::new(formats.values());
+        let mut comms = comms;
+        let mut st = Stitcher::new();
+        let mut events = Vec::new();
+        let mut losses = Vec::new();
+        let mut scratch = Vec::new();
+        let mut error = None;
+        let comm_of_switch = formats
+            .values()
+            .find(|f| f.system == "sched" && f.name == "sched_switch")
+            .cloned();
+        for item in items {
+            match item {
+                Ok(Item::Event(rec)) => {
+                    let seq = events.len() as u64;
+                    let id = rec.common_type().unwrap_or(0);
+                    let pid = rec.common_pid().unwrap_or(-1);
+                    events.push(EventMeta {
+                        ts: rec.ts,
+                        loc: locator.locate(rec.cpu, rec.data),
+                        pid,
+                        cpu: rec.cpu as u16,
+                        id,
+                    });
+                    if let Some(f) = comm_of_switch.as_ref().filter(|f| f.id == id) {
+                        learn_switch_comms(&mut comms, f, &rec);
+                    }
+                    st.push(special.input(seq, &rec, &mut scratch));
+                }
+                Ok(Item::Lost { cpu, ts, count }) => {
+                    losses.push(LossMark {
+                        before_seq: events.len() as u64,
+                        cpu,
+                        ts,
+                        count,
+                    });
+                    st.push(Input::Lost { cpu, ts, count });
+                }
+                Err(e) => {
+                    // The reader stops the CPU that failed; the others go
+                    // on. Keep the first error to show it.
+                    if error.is_none() {
+                        error = Some(e.to_string());
+                    }
+                }
+            }
+        }
+        Index {
+            events,
+            losses,
+            stitched: st.finish(),
+            formats,
+            comms,
+            error,
+        }
+    }
+
+    /// `system:name` of event `seq`'s format, or `#ID` when unknown.
+    pub fn event_name(&self, seq: u64) -> String {
+        match self.events.get(seq as usize) {
+            Some(e) => match self.formats.get(&e.id) {
+                Some(f) => f.name.clone(),
+                None => format!("#{}", e.id),
+            },
+            None => String::new(),
+        }
+    }
+}
+
+fn learn_switch_comms(comms: &mut Comms, f: &EventFormat, rec: &Record<'_>) {
+    for (c, p) in [("prev_comm", "prev_pid"), ("next_comm", "next_pid")] {
+        if let (Ok(comm), Ok(pid)) = (rec.str_field(f, c), rec.i64_field(f, p)) {
+            if pid != 0 && !comm.is_empty() {
+                comms.insert(pid as i32, &comm);
+            }
+        }
+    }
+}
+
+/// A generic one-line rendering of a record's fields (`name=value`),
+/// common fields left out; strings quoted when they contain spaces, arrays
+/// in braces.
+pub fn fields_text(fmt: &EventFormat, rec: &Record<'_>) -> String {
+    let mut out = String::new();
+    for f in fmt.fields.iter().filter(|f| !f.name.starts_with("common_")) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&f.name);
+        out.push('=');
+        if f.is_string() {
+            match rec.str_field(fmt, &f.name) {
+                Ok(s) => out.push_str(&s),
+                Err(_) => out.push('?'),
+            }
+        } else if f.kind == FieldKind::Scalar {
+            let v = if f.signed {
+                rec.i64_field(fmt, &f.name).map(|v| v.to_string())
+            } else {
+                rec.u64_field(fmt, &f.name).map(|v| {
+                    if f.size >= 8 || f.name.contains("addr") || f.name.contains("cookie") {
+                        format!("{v:#x}")
+                    } else {
+                        v.to_string()
+                    }
+                })
+            };
+            out.push_str(v.as_deref().unwrap_or("?"));
+        } else {
+            match rec.u64_array_field(fmt, &f.name) {
+                Ok(v) => {
+                    out.push('{');
+                    for (i, x) in v.iter().enumerate() {
+                        if i > 0 {
+                            out.push(',');
+                        }
+                        out.push_str(&format!("{x:#x}"));
+                    }
+                    out.push('}');
+                }
+                Err(_) => out.push('?'),
+            }
+        }
+    }
+    out
+}

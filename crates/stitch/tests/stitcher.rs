@@ -34,7 +34,9 @@ fn lost(cpu: u32, ts: u64, count: u64) -> Input<'static> {
 }
 
 /// (pid, cookie, status, event seqs, user stack addresses)
-fn summary(s: &Stitched) -> Vec<(i32, Option<u64>, Status, Vec<u64>, Option<Vec<u64>>)> {
+type Summary = (i32, Option<u64>, Status, Vec<u64>, Option<Vec<u64>>);
+
+fn summary(s: &Stitched) -> Vec<Summary> {
     s.groups
         .iter()
         .map(|g| {

@@ -1,0 +1,87 @@
+//! Stitching straight from a trace.dat file ([`tracedata::reader::TraceFile`]).
+
+use std::collections::HashMap;
+
+use tracedata::reader::{Buffer, TraceFile};
+use tracedata::Record;
+
+use crate::symbols::{ProcMaps, Symbolizer};
+use crate::trace::{Comms, EventMeta, Index, Locator};
+
+/// Error of the file adapter.
+#[derive(Debug)]
+pub enum Error {
+    /// The file has no such buffer.
+    NoBuffer(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::NoBuffer(b) if b.is_empty() => write!(f, "the file has no top-level buffer"),
+            Error::NoBuffer(b) => write!(f, "the file has no buffer (instance) named {b:?}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// The buffer called `name` (`None`: the top buffer, or the first buffer
+/// when the file only has instances).
+pub fn buffer<'f>(file: &'f TraceFile, name: Option<&str>) -> Result<&'f Buffer, Error> {
+    match name {
+        Some(n) => file.buffer(n).ok_or_else(|| Error::NoBuffer(n.to_string())),
+        None => file
+            .buffer("")
+            .or_else(|| file.buffers().first())
+            .ok_or_else(|| Error::NoBuffer(String::new())),
+    }
+}
+
+fn locator(file: &TraceFile, buf: &Buffer) -> Locator {
+    Locator::new(buf.cpus.iter().map(|c| (c.cpu, file.cpu_data(c))))
+}
+
+/// Indexes and stitches one buffer of a trace file in one pass.
+pub fn load(file: &TraceFile, buf: &Buffer) -> Index {
+    let formats = file.formats().iter().cloned();
+    let comms = Comms::parse(&String::from_utf8_lossy(file.cmdlines()));
+    let loc = locator(file, buf);
+    Index::build(formats, comms, &loc, file.records(buf))
+}
+
+/// The record of an indexed event, read again from the file.
+pub fn record<'f>(file: &'f TraceFile, buf: &'f Buffer, ev: &EventMeta) -> Option<Record<'f>> {
+    let c = buf.cpus.iter().find(|c| c.cpu == u32::from(ev.cpu))?;
+    let data = ev.payload(file.cpu_data(c))?;
+    Some(Record {
+        cpu: u32::from(ev.cpu),
+        ts: ev.ts,
+        data,
+    })
+}
+
+/// Records of the events `seqs` of `index`.
+pub fn records<'f>(
+    file: &'f TraceFile,
+    buf: &'f Buffer,
+    index: &Index,
+    seqs: &[u64],
+) -> HashMap<u64, Record<'f>> {
+    seqs.iter()
+        .filter_map(|&s| {
+            let ev = index.events.get(s as usize)?;
+            Some((s, record(file, buf, ev)?))
+        })
+        .collect()
+}
+
+/// A symbolizer over the kallsyms and PROCMAPS saved in `file`.
+pub fn symbolizer(file: &TraceFile) -> Symbolizer {
+    let maps = file
+        .procmaps()
+        .map(|t| ProcMaps::parse_procmaps(&t))
+        .unwrap_or_default();
+    let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
+    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
+}

@@ -1,0 +1,424 @@
+//! Synthetic trace.dat files for tests, no root needed.
+//!
+//! [`TraceBuilder`] collects records per CPU (scheduler switches, syscalls,
+//! deferred-unwind cookies and stacks, stock `user_stack`/`kernel_stack`,
+//! losses), packs them into ring-buffer pages with the `tracedata` page
+//! builder and writes a real trace.dat through the `tracedata` writer, with
+//! the formats, kallsyms, saved_cmdlines and PROCMAPS a recorder would save.
+//!
+//! ```no_run
+//! use stitch::testdata::TraceBuilder;
+//! let mut t = TraceBuilder::new(2);
+//! t.comm(42, "app");
+//! t.sys_enter(0, 1_000, 42, 1);
+//! t.cookie(0, 1_001, 42, 0x1_0000_0001);
+//! t.unwind_stack(1, 2_000, 42, 0x1_0000_0001, &[0x401000, 0x402000]);
+//! t.write(std::path::Path::new("/tmp/t.dat")).unwrap();
+//! ```
+
+use std::path::Path;
+
+use tracedata::page::build::PageBuilder;
+use tracedata::writer::{
+    write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
+};
+
+/// `events/header_page` of a 64-bit kernel with 4 KiB pages.
+pub const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+/// `events/header_event`.
+pub const HEADER_EVENT: &str = "# compressed entry header\n\
+\ttype_len    :    5 bits\n\
+\ttime_delta  :   27 bits\n\
+\tarray       :   32 bits\n\
+\n\
+\tpadding     : type == 29\n\
+\ttime_extend : type == 30\n\
+\ttime_stamp : type == 31\n\
+\tdata max type_len  == 28\n";
+
+const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+/// Event id of `ftrace:kernel_stack`.
+pub const ID_KERNEL_STACK: u16 = 4;
+/// Event id of `ftrace:user_stack`.
+pub const ID_USER_STACK: u16 = 12;
+/// Event id of `ftrace:user_unwind_stack`.
+pub const ID_UNWIND_STACK: u16 = 20;
+/// Event id of `ftrace:user_unwind_cookie`.
+pub const ID_COOKIE: u16 = 21;
+/// Event id of `sched:sched_switch`.
+pub const ID_SCHED_SWITCH: u16 = 316;
+/// Event id of `raw_syscalls:sys_enter`.
+pub const ID_SYS_ENTER: u16 = 343;
+/// Event id of `raw_syscalls:sys_exit`.
+pub const ID_SYS_EXIT: u16 = 344;
+
+fn fmt(name: &str, id: u16, fields: &str, print: &str) -> Vec<u8> {
+    format!("name: {name}\nID: {id}\nformat:\n{COMMON}{fields}\nprint fmt: {print}\n").into_bytes()
+}
+
+/// The `ftrace` system formats used by the builder.
+pub fn ftrace_formats() -> Vec<Vec<u8>> {
+    vec![
+        fmt(
+            "kernel_stack",
+            ID_KERNEL_STACK,
+            "\tfield:int size;\toffset:8;\tsize:4;\tsigned:1;\n\
+             \tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n",
+            "\"\\t=> %ps\\n\", (void *)REC->caller[0]",
+        ),
+        fmt(
+            "user_stack",
+            ID_USER_STACK,
+            "\tfield:unsigned int tgid;\toffset:8;\tsize:4;\tsigned:0;\n\
+             \tfield:unsigned long caller[8];\toffset:16;\tsize:64;\tsigned:0;\n",
+            "\"\\t=> %ps\\n\", (void *)REC->caller[0]",
+        ),
+        fmt(
+            "user_unwind_stack",
+            ID_UNWIND_STACK,
+            "\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:__data_loc unsigned long[] stack;\toffset:16;\tsize:4;\tsigned:0;\n",
+            "\"cookie=%llx\", REC->cookie",
+        ),
+        fmt(
+            "user_unwind_cookie",
+            ID_COOKIE,
+            "\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n",
+            "\"cookie=%llx\", REC->cookie",
+        ),
+    ]
+}
+
+/// The other event systems used by the builder.
+pub fn event_systems() -> Vec<EventSystem> {
+    vec![
+        EventSystem {
+            name: "sched".into(),
+            formats: vec![fmt(
+                "sched_switch",
+                ID_SCHED_SWITCH,
+                "\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+                 \tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+                 \tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+                 \tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n\
+                 \tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n\
+                 \tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n\
+                 \tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n",
+                "\"prev_comm=%s prev_pid=%d ==> next_comm=%s next_pid=%d\", REC->prev_comm, REC->prev_pid, REC->next_comm, REC->next_pid",
+            )],
+        },
+        EventSystem {
+            name: "raw_syscalls".into(),
+            formats: vec![
+                fmt(
+                    "sys_enter",
+                    ID_SYS_ENTER,
+                    "\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n\
+                     \tfield:unsigned long args[6];\toffset:16;\tsize:48;\tsigned:0;\n",
+                    "\"NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)\", REC->id, REC->args[0], REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]",
+                ),
+                fmt(
+                    "sys_exit",
+                    ID_SYS_EXIT,
+                    "\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n\
+                     \tfield:long ret;\toffset:16;\tsize:8;\tsigned:1;\n",
+                    "\"NR %ld = %ld\", REC->id, REC->ret",
+                ),
+            ],
+        },
+    ]
+}
+
+/// A small kallsyms text matching the kernel addresses the tests use.
+pub const KALLSYMS: &str = "\
+ffffffff81000000 T _stext
+ffffffff81100000 T do_syscall_64
+ffffffff81200000 T __x64_sys_write
+ffffffff81300000 T ksys_write
+ffffffff81400000 T schedule
+ffffffff81500000 T entry_SYSCALL_64
+";
+
+enum Rec {
+    Event(u64, Vec<u8>),
+    Lost(Option<u64>),
+}
+
+/// Builds a synthetic trace.dat; see the module docs.
+pub struct TraceBuilder {
+    cpus: Vec<Vec<Rec>>,
+    comms: Vec<(i32, String)>,
+    procmaps: Vec<ProcMap>,
+    kallsyms: String,
+    page_size: usize,
+}
+
+fn header(id: u16, pid: i32) -> Vec<u8> {
+    let mut d = Vec::with_capacity(64);
+    d.extend_from_slice(&id.to_le_bytes());
+    d.push(0); // flags
+    d.push(0); // preempt count
+    d.extend_from_slice(&pid.to_le_bytes());
+    d
+}
+
+fn comm16(s: &str) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    let n = s.len().min(15);
+    b[..n].copy_from_slice(&s.as_bytes()[..n]);
+    b
+}
+
+impl TraceBuilder {
+    /// A trace of `ncpus` CPUs, 4 KiB pages, with [`KALLSYMS`].
+    pub fn new(ncpus: u32) -> Self {
+        TraceBuilder {
+            cpus: (0..ncpus).map(|_| Vec::new()).collect(),
+            comms: Vec::new(),
+            procmaps: Vec::new(),
+            kallsyms: KALLSYMS.to_string(),
+            page_size: 4096,
+        }
+    }
+
+    /// Uses another page size (a power of two, at least 256).
+    pub fn page_size(&mut self, size: usize) -> &mut Self {
+        self.page_size = size;
+        self
+    }
+
+    /// Adds a saved_cmdlines entry.
+    pub fn comm(&mut self, pid: i32, comm: &str) -> &mut Self {
+        self.comms.push((pid, comm.to_string()));
+        self
+    }
+
+    /// Adds a PROCMAPS entry (trace-cmd layout: each file's load base).
+    pub fn procmap(&mut self, pid: u32, comm: &str, maps: &[(u64, u64, &str)]) -> &mut Self {
+        self.procmaps.push(ProcMap {
+            pid,
+            comm: comm.to_string(),
+            maps: maps
+                .iter()
+                .map(|&(start, end, path)| tracedata::writer::LibMap {
+                    start,
+                    end,
+                    path: path.to_string(),
+                })
+                .collect(),
+        });
+        self
+    }
+
+    fn push(&mut self, cpu: u32, ts: u64, data: Vec<u8>) -> &mut Self {
+        self.cpus[cpu as usize].push(Rec::Event(ts, data));
+        self
+    }
+
+    /// A raw record with payload `data` (which starts with the common
+    /// header).
+    pub fn raw(&mut self, cpu: u32, ts: u64, data: Vec<u8>) -> &mut Self {
+        self.push(cpu, ts, data)
+    }
+
+    /// Marks lost events on `cpu`: the next record of that CPU starts a new
+    /// page with the missed-events flag (and `count`, if given).
+    pub fn lost(&mut self, cpu: u32, count: Option<u64>) -> &mut Self {
+        self.cpus[cpu as usize].push(Rec::Lost(count));
+        self
+    }
+
+    /// `sched:sched_switch` from `prev` to `next`.
+    pub fn sched_switch(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        prev: (i32, &str),
+        next: (i32, &str),
+    ) -> &mut Self {
+        let mut d = header(ID_SCHED_SWITCH, prev.0);
+        d.extend_from_slice(&comm16(prev.1));
+        d.extend_from_slice(&prev.0.to_le_bytes());
+        d.extend_from_slice(&120i32.to_le_bytes());
+        d.extend_from_slice(&1i64.to_le_bytes());
+        d.extend_from_slice(&comm16(next.1));
+        d.extend_from_slice(&next.0.to_le_bytes());
+        d.extend_from_slice(&120i32.to_le_bytes());
+        self.push(cpu, ts, d)
+    }
+
+    /// `raw_syscalls:sys_enter` of syscall `nr`.
+    pub fn sys_enter(&mut self, cpu: u32, ts: u64, pid: i32, nr: i64) -> &mut Self {
+        let mut d = header(ID_SYS_ENTER, pid);
+        d.extend_from_slice(&nr.to_le_bytes());
+        for a in 0..6u64 {
+            d.extend_from_slice(&a.to_le_bytes());
+        }
+        self.push(cpu, ts, d)
+    }
+
+    /// `raw_syscalls:sys_exit` of syscall `nr` returning `ret`.
+    pub fn sys_exit(&mut self, cpu: u32, ts: u64, pid: i32, nr: i64, ret: i64) -> &mut Self {
+        let mut d = header(ID_SYS_EXIT, pid);
+        d.extend_from_slice(&nr.to_le_bytes());
+        d.extend_from_slice(&ret.to_le_bytes());
+        self.push(cpu, ts, d)
+    }
+
+    /// `ftrace:user_unwind_cookie`.
+    pub fn cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) -> &mut Self {
+        let mut d = header(ID_COOKIE, pid);
+        d.extend_from_slice(&cookie.to_le_bytes());
+        self.push(cpu, ts, d)
+    }
+
+    /// `ftrace:user_unwind_stack`.
+    pub fn unwind_stack(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        pid: i32,
+        cookie: u64,
+        stack: &[u64],
+    ) -> &mut Self {
+        let mut d = header(ID_UNWIND_STACK, pid);
+        d.extend_from_slice(&cookie.to_le_bytes());
+        let loc = 20u32 | ((stack.len() as u32 * 8) << 16);
+        d.extend_from_slice(&loc.to_le_bytes());
+        for a in stack {
+            d.extend_from_slice(&a.to_le_bytes());
+        }
+        self.push(cpu, ts, d)
+    }
+
+    fn stack_entry(id: u16, pid: i32, first: u32, stack: &[u64], full: bool) -> Vec<u8> {
+        let mut d = header(id, pid);
+        d.extend_from_slice(&first.to_le_bytes());
+        d.extend_from_slice(&0u32.to_le_bytes());
+        let n = if full { 8 } else { stack.len().min(8) };
+        for i in 0..n {
+            d.extend_from_slice(&stack.get(i).copied().unwrap_or(0).to_le_bytes());
+        }
+        d
+    }
+
+    /// `ftrace:user_stack` (stock kernels; 8 slots, zero filled).
+    pub fn user_stack(&mut self, cpu: u32, ts: u64, pid: i32, stack: &[u64]) -> &mut Self {
+        let d = Self::stack_entry(ID_USER_STACK, pid, pid as u32, stack, true);
+        self.push(cpu, ts, d)
+    }
+
+    /// `ftrace:kernel_stack` (sized by its number of entries).
+    pub fn kernel_stack(&mut self, cpu: u32, ts: u64, pid: i32, stack: &[u64]) -> &mut Self {
+        let d = Self::stack_entry(ID_KERNEL_STACK, pid, stack.len() as u32, stack, false);
+        self.push(cpu, ts, d)
+    }
+
+    fn pages(&self, recs: &[Rec]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut page: Option<(PageBuilder, u64)> = None;
+        let mut pending_lost: Option<Option<u64>> = None;
+        let flush = |p: &mut Option<(PageBuilder, u64)>, out: &mut Vec<u8>| {
+            if let Some((b, _)) = p.take() {
+                out.extend(b.finish(self.page_size).expect("page fits"));
+            }
+        };
+        for r in recs {
+            match r {
+                Rec::Lost(c) => {
+                    flush(&mut page, &mut out);
+                    pending_lost = Some(*c);
+                }
+                Rec::Event(ts, data) => {
+                    // 4 header bytes (+4 long form), 16 bytes for a time
+                    // extend, the lost count and the page header.
+                    let need = data.len().div_ceil(4) * 4 + 8 + 8 + 8;
+                    if let Some((b, _)) = &page {
+                        if 16 + b.data().len() + need > self.page_size {
+                            flush(&mut page, &mut out);
+                        }
+                    }
+                    let (b, last) = page.get_or_insert_with(|| {
+                        let mut b = PageBuilder::new(*ts);
+                        if let Some(c) = pending_lost.take() {
+                            b = b.missed(c);
+                        }
+                        (b, *ts)
+                    });
+                    let mut delta = ts.saturating_sub(*last);
+                    let mut nb = b.clone();
+                    if delta >= 1 << 27 {
+                        nb = nb.time_extend(delta);
+                        delta = 0;
+                    }
+                    nb = nb.event(delta as u32, data, false);
+                    *b = nb;
+                    *last = (*ts).max(*last);
+                }
+            }
+        }
+        flush(&mut page, &mut out);
+        out
+    }
+
+    /// Writes the trace.dat (version 7, uncompressed) at `path`. The per-CPU
+    /// page files are written next to it (`path.cpuN`) and removed after.
+    pub fn write(&self, path: &Path) -> Result<(), tracedata::Error> {
+        self.write_with(
+            path,
+            &WriteOptions {
+                version: tracedata::writer::FileVersion::V7,
+                compression: tracedata::compress::Compression::None,
+            },
+        )
+    }
+
+    /// Like [`TraceBuilder::write`] with explicit writer options.
+    pub fn write_with(&self, path: &Path, opts: &WriteOptions) -> Result<(), tracedata::Error> {
+        let mut cpus = Vec::new();
+        let mut tmp = Vec::new();
+        for (i, recs) in self.cpus.iter().enumerate() {
+            let p = path.with_extension(format!("cpu{i}"));
+            std::fs::write(&p, self.pages(recs)).map_err(|e| tracedata::Error::io(&p, e))?;
+            cpus.push(CpuData::new(i as u32, &p));
+            tmp.push(p);
+        }
+        let mut cmdlines = String::new();
+        for (p, c) in &self.comms {
+            cmdlines.push_str(&format!("{p} {c}\n"));
+        }
+        let meta = TraceMeta {
+            page_size: self.page_size as u32,
+            long_size: 8,
+            header_page: HEADER_PAGE
+                .replace("4080", &(self.page_size - 16).to_string())
+                .into_bytes(),
+            header_event: HEADER_EVENT.as_bytes().to_vec(),
+            ftrace_formats: ftrace_formats(),
+            event_systems: event_systems(),
+            kallsyms: self.kallsyms.clone().into_bytes(),
+            cmdlines: cmdlines.into_bytes(),
+            cpu_count: self.cpus.len() as u32,
+            procmaps: self.procmaps.clone(),
+            ..Default::default()
+        };
+        let buffers = [BufferData {
+            name: String::new(),
+            clock: "local".into(),
+            cpus,
+        }];
+        let res = write_trace_dat(path, &meta, &buffers, opts).map(|_| ());
+        for p in tmp {
+            let _ = std::fs::remove_file(p);
+        }
+        res
+    }
+}

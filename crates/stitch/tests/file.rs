@@ -1,0 +1,140 @@
+//! End to end: a synthetic trace.dat through the reader, the index and the
+//! stitcher.
+
+use stitch::file;
+use stitch::testdata::{TraceBuilder, ID_SYS_ENTER};
+use stitch::Status;
+use tracedata::reader::TraceFile;
+
+const COOKIE_A: u64 = 0x3_0000_0001;
+const COOKIE_B: u64 = 0x5_0000_0002;
+
+fn build(path: &std::path::Path) {
+    let mut t = TraceBuilder::new(2);
+    t.comm(100, "app").comm(200, "other");
+    t.procmap(
+        100,
+        "app",
+        &[(0x5555_0000_0000, 0x5555_0001_0000, "/nonexistent/app")],
+    );
+    // pid 100 enters write(): two events with cookie A on CPU 0.
+    t.sys_enter(0, 1_000, 100, 1);
+    t.kernel_stack(0, 1_000, 100, &[0xffffffff81200010, 0xffffffff81100020]);
+    t.cookie(0, 1_000, 100, COOKIE_A);
+    t.sys_exit(0, 2_000, 100, 1, 5);
+    t.cookie(0, 2_000, 100, COOKIE_A);
+    // pid 200 on CPU 1: its stack is dropped.
+    t.sys_enter(1, 1_500, 200, 0);
+    t.cookie(1, 1_500, 200, COOKIE_B);
+    t.lost(1, Some(9));
+    // pid 100 migrated to CPU 1 before returning to user space.
+    t.unwind_stack(
+        1,
+        3_000,
+        100,
+        COOKIE_A,
+        &[0x5555_0000_1234, 0x5555_0000_5678],
+    );
+    // a stock-kernel style event with its own user stack.
+    t.sys_enter(0, 4_000, 100, 3);
+    t.user_stack(0, 4_000, 100, &[0x5555_0000_0042]);
+    t.write(path).unwrap();
+}
+
+#[test]
+fn synthetic_file_is_indexed_and_stitched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.dat");
+    build(&path);
+    let f = TraceFile::open(&path).unwrap();
+    let buf = file::buffer(&f, None).unwrap();
+    let idx = file::load(&f, buf);
+    assert_eq!(idx.error, None);
+    // Every record, in time order (CPU 1 record at 1500 between CPU 0 ones).
+    let names: Vec<String> = (0..idx.events.len() as u64)
+        .map(|s| idx.event_name(s))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "sys_enter",
+            "kernel_stack",
+            "user_unwind_cookie",
+            "sys_enter",
+            "user_unwind_cookie",
+            "sys_exit",
+            "user_unwind_cookie",
+            "user_unwind_stack",
+            "sys_enter",
+            "user_stack"
+        ]
+    );
+    assert_eq!(idx.losses.len(), 1);
+    assert_eq!(
+        (
+            idx.losses[0].cpu,
+            idx.losses[0].count,
+            idx.losses[0].before_seq
+        ),
+        (1, Some(9), 7)
+    );
+    let st = &idx.stitched;
+    let g: Vec<_> = st
+        .groups
+        .iter()
+        .map(|g| {
+            (
+                g.pid,
+                g.cookie,
+                g.status,
+                g.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        g,
+        [
+            (100, Some(COOKIE_A), Status::Complete, vec![0, 5]),
+            (200, Some(COOKIE_B), Status::StackLost, vec![3]),
+            (100, None, Status::Complete, vec![8]),
+        ]
+    );
+    let a = &st.groups[0];
+    assert_eq!(
+        st.stacks.get(a.user_stack.unwrap().stack),
+        &[0x5555_0000_1234, 0x5555_0000_5678]
+    );
+    assert_eq!(a.user_stack.unwrap().cpu, 1);
+    assert_eq!(
+        st.stacks.get(a.events[0].kernel_stack.unwrap()),
+        &[0xffffffff81200010, 0xffffffff81100020]
+    );
+    assert_eq!(
+        st.stacks.get(st.groups[2].user_stack.unwrap().stack),
+        &[0x5555_0000_0042]
+    );
+    assert_eq!(idx.comms.get(100), "app");
+    assert_eq!(idx.comms.get(200), "other");
+
+    // Records can be found again from the index, without another pass.
+    let rec = file::record(&f, buf, &idx.events[3]).unwrap();
+    assert_eq!((rec.cpu, rec.ts, rec.common_pid()), (1, 1_500, Some(200)));
+    let fmt = idx.formats.get(&ID_SYS_ENTER).unwrap();
+    assert_eq!(
+        stitch::trace::fields_text(fmt, &rec),
+        "id=0 args={0x0,0x1,0x2,0x3,0x4,0x5}"
+    );
+
+    // Symbols: kernel from the saved kallsyms, user falls back to the map.
+    let mut sym = file::symbolizer(&f);
+    assert_eq!(
+        sym.kernel(0xffffffff81200010).name(),
+        "__x64_sys_write+0x10"
+    );
+    let u = sym.user(100, 0x5555_0000_1234, false);
+    assert_eq!(
+        (u.symbol.as_deref(), u.object.as_deref()),
+        (None, Some("/nonexistent/app"))
+    );
+    assert_eq!(sym.maps().comm(100), Some("app"));
+}
