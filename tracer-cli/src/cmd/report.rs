@@ -1,10 +1,468 @@
-//! `tracer-cli report`.
+//! `tracer-cli report`: prints a trace.dat file like `trace-cmd report`.
+//!
+//! The file is read and its pages decoded by `tracedata`; each event's text
+//! (comm, pid, timestamp and the event's own print format or plugin output)
+//! comes from libtraceevent through `libtraceevent-sys`, called with the same
+//! formats `trace-cmd report` uses, so that the text is byte-identical.
+//!
+//! With `--stacks`, `--json` or `--folded` the stitched view of
+//! [`crate::cmd::stacks`] is printed instead.
+
+use std::ffi::c_int;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use libtraceevent_sys as tep;
+use tracedata::dat::option;
+use tracedata::{Item, Record, TraceFile};
 
 /// Arguments of `tracer-cli report`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug, Clone)]
+pub struct Args {
+    /// Input file.
+    #[arg(short = 'i', long = "input", default_value = "trace.dat")]
+    pub input: PathBuf,
+    /// Only show events of these CPUs (repeatable; lists like `0,2-3` work).
+    #[arg(long = "cpu", value_name = "CPUS")]
+    pub cpu: Vec<String>,
+    /// Event filter in trace-cmd syntax, e.g. `sched_switch` or
+    /// `sched:sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
+    #[arg(short = 'F', long = "filter", value_name = "FILTER")]
+    pub filter: Vec<String>,
+    /// Invert the `-F` filters: hide the events they match.
+    #[arg(short = 'v')]
+    pub invert: bool,
+    /// Print timestamps in nanoseconds.
+    #[arg(short = 't')]
+    pub nsec: bool,
+    /// Group events by cookie and show their user stacks (stitched view).
+    #[arg(long)]
+    pub stacks: bool,
+    /// Stitched view as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Stitched view as folded stacks (for flame graphs).
+    #[arg(long)]
+    pub folded: bool,
+}
+
+impl Args {
+    /// The CPUs selected with `--cpu`, or `None` for all.
+    pub fn cpus(&self) -> Result<Option<Vec<u32>>> {
+        if self.cpu.is_empty() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for spec in &self.cpu {
+            for part in spec.split([',', ':']).filter(|p| !p.trim().is_empty()) {
+                let (a, b) = match part.split_once('-') {
+                    Some((a, b)) => (a.trim(), b.trim()),
+                    None => (part.trim(), part.trim()),
+                };
+                let a: u32 = a
+                    .parse()
+                    .with_context(|| format!("bad cpu list {spec:?}"))?;
+                let b: u32 = b
+                    .parse()
+                    .with_context(|| format!("bad cpu list {spec:?}"))?;
+                if a > b {
+                    bail!("bad cpu list {spec:?}: range must go from lower to greater");
+                }
+                for c in a..=b {
+                    if !out.contains(&c) {
+                        out.push(c);
+                    }
+                }
+            }
+        }
+        Ok(Some(out))
+    }
+}
 
 /// Runs `tracer-cli report`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("report: not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    if args.stacks || args.json || args.folded {
+        return crate::cmd::stacks::run(&args);
+    }
+    let file = TraceFile::open(&args.input)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    match report(&file, &args, &mut out) {
+        Err(e) if is_broken_pipe(&e) => Ok(()),
+        r => r,
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<std::io::Error>()
+        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// libtraceevent set up from a trace file, the way trace-cmd sets it up.
+pub struct Printer {
+    tep: tep::Tep,
+    seq: tep::TraceSeq,
+    usecs: bool,
+}
+
+impl Printer {
+    /// Loads headers, formats, kallsyms, printk formats, cmdlines and the
+    /// system plugins of `file` into a new libtraceevent handle.
+    pub fn new(file: &TraceFile) -> Result<Printer> {
+        let mut t = tep::Tep::new(file.long_size(), file.page_size())?;
+        t.set_cpus(file.cpu_count() as usize);
+        t.load_plugins();
+        t.parse_header_page(file.header_page_text(), file.long_size())?;
+        // Like trace-cmd, a format libtraceevent cannot parse is not fatal:
+        // its events print without their info.
+        for f in file.ftrace_format_texts() {
+            let _ = t.parse_event(f, "ftrace");
+        }
+        for (sys, list) in file.event_format_texts() {
+            for f in list {
+                let _ = t.parse_event(f, sys);
+            }
+        }
+        if !file.kallsyms().is_empty() {
+            t.parse_kallsyms(file.kallsyms())?;
+        }
+        if !file.printk_formats().is_empty() {
+            t.parse_printk_formats(file.printk_formats())?;
+        }
+        if !file.cmdlines().is_empty() {
+            t.parse_saved_cmdlines(file.cmdlines())?;
+        }
+        let clock = file.clock().unwrap_or_default();
+        let tsc2nsec = file.options().iter().any(|o| o.id == option::TSC2NSEC);
+        let usecs = tsc2nsec || !matches!(clock.as_str(), "counter" | "x86-tsc");
+        Ok(Printer {
+            tep: t,
+            seq: tep::TraceSeq::new(),
+            usecs,
+        })
+    }
+
+    /// Prints nanosecond timestamps (`trace-cmd report -t`).
+    pub fn set_nsec(&mut self) {
+        self.tep.set_flag(tep::TEP_NSEC_OUTPUT);
+    }
+
+    fn raw_record(r: &Record<'_>, ts: u64) -> tep::tep_record {
+        tep::tep_record {
+            ts,
+            offset: 0,
+            missed_events: 0,
+            record_size: r.data.len() as c_int + 4,
+            size: r.data.len() as c_int,
+            // libtraceevent only reads the data when printing.
+            data: r.data.as_ptr() as *mut _,
+            cpu: r.cpu as c_int,
+            ref_count: 1,
+            locked: 0,
+            priv_: std::ptr::null_mut(),
+        }
+    }
+
+    /// Formats one event line exactly like `trace-cmd report` (without the
+    /// instance prefix and the final newline). `name` is the event name.
+    pub fn format(
+        &mut self,
+        r: &Record<'_>,
+        ts: u64,
+        name: &str,
+        lost: Option<Option<u64>>,
+    ) -> &[u8] {
+        self.seq.reset();
+        if let Some(l) = lost {
+            match l {
+                Some(n) if n > 0 => self
+                    .seq
+                    .puts(&format!("CPU:{} [{} EVENTS DROPPED]\n", r.cpu, n)),
+                Some(_) => {}
+                None => self.seq.puts(&format!("CPU:{} [EVENTS DROPPED]\n", r.cpu)),
+            }
+        }
+        let mut rec = Self::raw_record(r, ts);
+        let tfmt: &std::ffi::CStr = if self.usecs { c" %6.1000d:" } else { c"%12d:" };
+        // SAFETY: the handle, the seq and the record (whose data borrows `r`)
+        // are valid for the calls, and each variadic argument has the C type
+        // its conversion expects (a string for "COMM"/"INFO", an unsigned
+        // selector for PID/CPU/TIME).
+        unsafe {
+            tep::tep_print_event(
+                self.tep.as_ptr(),
+                self.seq.as_mut_ptr(),
+                &mut rec,
+                c"%16s-%-5d [%03d]".as_ptr(),
+                tep::TEP_PRINT_COMM.as_ptr(),
+                tep::TEP_PRINT_PID,
+                tep::TEP_PRINT_CPU,
+            );
+            tep::tep_print_event(
+                self.tep.as_ptr(),
+                self.seq.as_mut_ptr(),
+                &mut rec,
+                tfmt.as_ptr(),
+                tep::TEP_PRINT_TIME,
+            );
+        }
+        let mut pad = format!(" {name}: ");
+        if name.len() < 20 {
+            pad.push_str(&" ".repeat(20 - name.len()));
+        }
+        self.seq.puts(&pad);
+        // SAFETY: as above.
+        unsafe {
+            tep::tep_print_event(
+                self.tep.as_ptr(),
+                self.seq.as_mut_ptr(),
+                &mut rec,
+                c"%s".as_ptr(),
+                tep::TEP_PRINT_INFO.as_ptr(),
+            );
+        }
+        let b = self.seq.as_bytes();
+        b.strip_suffix(b"\n").unwrap_or(b)
+    }
+}
+
+/// trace-cmd's -F filters, through libtraceevent's filter engine.
+struct Filters {
+    pos: Vec<*mut tep::tep_event_filter>,
+    neg: Vec<*mut tep::tep_event_filter>,
+}
+
+impl Filters {
+    fn new(p: &Printer, args: &Args) -> Result<Filters> {
+        let mut f = Filters {
+            pos: Vec::new(),
+            neg: Vec::new(),
+        };
+        for s in &args.filter {
+            // SAFETY: the handle is valid; the filter is freed in Drop.
+            let flt = unsafe { tep::tep_filter_alloc(p.tep.as_ptr()) };
+            if flt.is_null() {
+                bail!("cannot allocate a filter");
+            }
+            if args.invert {
+                f.neg.push(flt);
+            } else {
+                f.pos.push(flt);
+            }
+            let c = std::ffi::CString::new(s.as_str()).context("filter contains NUL")?;
+            // SAFETY: flt and c are valid for the call.
+            let r = unsafe { tep::tep_filter_add_filter_str(flt, c.as_ptr()) };
+            if r < 0 {
+                let mut buf = [0u8; 200];
+                // SAFETY: buf is writable for its length.
+                unsafe { tep::tep_filter_strerror(flt, r, buf.as_mut_ptr().cast(), buf.len()) };
+                let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                bail!("bad filter {s:?}: {}", String::from_utf8_lossy(&buf[..end]));
+            }
+        }
+        Ok(f)
+    }
+
+    /// trace-cmd's test_filters(): the result code of the last filter tried.
+    fn test(list: &[*mut tep::tep_event_filter], rec: &mut tep::tep_record, neg: bool) -> c_int {
+        let mut ret = tep::TEP_ERRNO__NO_FILTER;
+        for &f in list {
+            // SAFETY: f is a live filter and rec a valid record.
+            ret = unsafe { tep::tep_filter_match(f, rec) };
+            let found = ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH;
+            if !neg && found {
+                break;
+            }
+        }
+        ret
+    }
+}
+
+impl Drop for Filters {
+    fn drop(&mut self) {
+        for &f in self.pos.iter().chain(&self.neg) {
+            // SAFETY: each filter was allocated by tep_filter_alloc and is
+            // freed once.
+            unsafe { tep::tep_filter_free(f) };
+        }
+    }
+}
+
+/// One buffer's stream with trace-cmd's filtering applied.
+struct Stream<'a> {
+    prefix: String,
+    iter: tracedata::reader::Records<'a>,
+    next: Option<(Record<'a>, Option<Option<u64>>)>,
+    done: bool,
+    last_printed: Vec<bool>,
+}
+
+struct Ctx<'f> {
+    filters: Filters,
+    stack_id: Option<u16>,
+    ts_offset: i64,
+    file: &'f TraceFile,
+}
+
+impl<'a> Stream<'a> {
+    fn peek(&mut self, cx: &Ctx<'_>) -> Result<Option<u64>> {
+        while self.next.is_none() && !self.done {
+            let mut lost = None;
+            let rec = loop {
+                match self.iter.next() {
+                    None => {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                    Some(Err(e)) => return Err(e.into()),
+                    Some(Ok(Item::Lost { count, .. })) => lost = Some(count),
+                    Some(Ok(Item::Event(r))) => break r,
+                }
+            };
+            if self.show(cx, &rec) {
+                self.next = Some((rec, lost));
+            }
+        }
+        Ok(self.next.as_ref().map(|(r, _)| adjust(r.ts, cx.ts_offset)))
+    }
+
+    /// get_next_record()'s filter logic, including "show a kernel_stack
+    /// after a shown event" (test_stacktrace).
+    fn show(&mut self, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
+        let f = &cx.filters;
+        if f.pos.is_empty() && f.neg.is_empty() {
+            return true;
+        }
+        let mut rec = Printer::raw_record(r, adjust(r.ts, cx.ts_offset));
+        let cpu = r.cpu as usize;
+        if self.last_printed.len() <= cpu {
+            self.last_printed.resize(cpu + 1, false);
+        }
+        let is_stack = cx.stack_id.is_some() && r.common_type() == cx.stack_id;
+        let ret = Filters::test(&f.pos, &mut rec, false);
+        let shown = if ret == tep::TEP_ERRNO__FILTER_NOT_FOUND {
+            if cx.stack_id.is_some() {
+                if is_stack {
+                    Filters::test(&f.neg, &mut rec, true) != tep::TEP_ERRNO__FILTER_MATCH
+                        && self.last_printed[cpu]
+                } else {
+                    self.last_printed[cpu] = false;
+                    false
+                }
+            } else {
+                false
+            }
+        } else if ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH {
+            Filters::test(&f.neg, &mut rec, true) != tep::TEP_ERRNO__FILTER_MATCH
+        } else {
+            false
+        };
+        if shown && cx.stack_id.is_some() && !is_stack {
+            self.last_printed[cpu] = true;
+        }
+        shown
+    }
+}
+
+fn adjust(ts: u64, off: i64) -> u64 {
+    ts.wrapping_add(off as u64)
+}
+
+/// DATE and OFFSET options shift every timestamp, as in trace-cmd.
+fn ts_offset(file: &TraceFile) -> i64 {
+    let mut off = 0i64;
+    for o in file.options() {
+        let text = String::from_utf8_lossy(&o.data);
+        let text = text.trim_end_matches('\0').trim();
+        let parse = |t: &str| -> i64 {
+            let (neg, t) = match t.strip_prefix('-') {
+                Some(r) => (true, r),
+                None => (false, t.strip_prefix('+').unwrap_or(t)),
+            };
+            let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+                i64::from_str_radix(h, 16).unwrap_or(0)
+            } else {
+                t.parse().unwrap_or(0)
+            };
+            if neg {
+                -v
+            } else {
+                v
+            }
+        };
+        if o.id == option::DATE {
+            off = off.wrapping_add(parse(text).wrapping_mul(1000));
+        } else if o.id == option::OFFSET {
+            off = off.wrapping_add(parse(text));
+        }
+    }
+    off
+}
+
+/// Writes the whole report of `file` to `out`.
+pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> {
+    let mut printer = Printer::new(file)?;
+    if args.nsec {
+        printer.set_nsec();
+    }
+    let cpus = args.cpus()?;
+    writeln!(out, "cpus={}", file.cpu_count())?;
+    let cx = Ctx {
+        filters: Filters::new(&printer, args)?,
+        stack_id: file
+            .formats()
+            .by_name("ftrace", "kernel_stack")
+            .map(|f| f.id),
+        ts_offset: ts_offset(file),
+        file,
+    };
+    let has_instances = file.buffers().iter().any(|b| !b.is_top());
+    let width = file
+        .buffers()
+        .iter()
+        .map(|b| b.name.len())
+        .max()
+        .unwrap_or(0);
+    let mut streams: Vec<Stream<'_>> = file
+        .buffers()
+        .iter()
+        .map(|b| Stream {
+            prefix: if !has_instances {
+                String::new()
+            } else if b.is_top() {
+                format!("{:>width$}  ", "")
+            } else {
+                format!("{:>width$}: ", b.name)
+            },
+            iter: file.records_of_cpus(b, cpus.as_deref()).trace_cmd_compat(),
+            next: None,
+            done: false,
+            last_printed: Vec::new(),
+        })
+        .collect();
+    loop {
+        let mut best: Option<(usize, u64)> = None;
+        for (i, s) in streams.iter_mut().enumerate() {
+            if let Some(ts) = s.peek(&cx)? {
+                if best.is_none_or(|(_, b)| ts < b) {
+                    best = Some((i, ts));
+                }
+            }
+        }
+        let Some((i, ts)) = best else { break };
+        let s = &mut streams[i];
+        let (rec, lost) = s.next.take().expect("peeked");
+        let name = cx
+            .file
+            .formats()
+            .of(&rec)
+            .map(|f| f.name.as_str())
+            .unwrap_or("[UNKNOWN EVENT]");
+        out.write_all(s.prefix.as_bytes())?;
+        out.write_all(printer.format(&rec, ts, name, lost))?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
 }
