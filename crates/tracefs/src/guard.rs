@@ -146,6 +146,19 @@ impl Guard {
         inst.set_event_enabled(e, on)
     }
 
+    /// Disables every event of the instance, remembering which were
+    /// enabled (from `set_event`) so exactly those come back.
+    pub fn disable_all_events(&self, inst: &Instance) -> Result<()> {
+        for e in inst.enabled_events()? {
+            self.remember(
+                inst,
+                &format!("events/{}/{}/enable", e.system, e.name),
+                "1".into(),
+            );
+        }
+        inst.disable_all_events()
+    }
+
     /// Sets (or with `None` clears) an event filter.
     pub fn set_event_filter(
         &self,

@@ -1,10 +1,783 @@
-//! `tracer-cli record`.
+//! `tracer-cli record`: set up tracing, read every CPU's ring buffer with
+//! splice into per-CPU files, and write a trace.dat file.
+//!
+//! It follows `trace-cmd record`: the same option letters, per-CPU temp files
+//! named `<output>.cpuN`, a flush of every CPU on stop (tracing_on 0, then
+//! drain `trace_pipe_raw` including the partial last page), CPUSTAT taken at
+//! the end. Every tracefs setting that is changed is put back afterwards
+//! (also after Ctrl-C/SIGTERM), and an instance created for `-B` is removed.
+//!
+//! The setup part ([`TraceOpts`], [`setup`]) is shared with `start`, and the
+//! metadata/writing part ([`collect_meta`], [`write_dat`]) with `extract`.
+
+use anyhow::{bail, Context, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracedata::compress::Compression;
+use tracedata::writer::{
+    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, ProcMap, TraceMeta,
+    WriteOptions, WriteSummary,
+};
+use tracefs::{signals, CpuStats, EventId, EventSpec, Guard, Instance, Tracefs};
+
+/// Which user-space stacks to record.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UserStacks {
+    /// No user stacks.
+    #[default]
+    Off,
+    /// The stock `userstacktrace` option: a `user_stack` event (8 frames)
+    /// right after each event, taken in place.
+    Sync,
+    /// The `userstacktrace_delay` option of the ustack kernel patches: a
+    /// cookie after each event, the stack when the task returns to user space.
+    Deferred,
+}
+
+/// Tracing options shared by `record` and `start`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TraceOpts {
+    /// Event to enable: SYSTEM, SYSTEM:EVENT, EVENT or `all` (globs allowed). Repeatable.
+    #[arg(short = 'e', value_name = "SYSTEM[:EVENT]")]
+    pub events: Vec<String>,
+    /// Filter for the events of the preceding -e (kernel filter syntax).
+    #[arg(short = 'f', value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Use this instance (created when missing, and then removed by record).
+    #[arg(short = 'B', value_name = "INSTANCE")]
+    pub instance: Option<String>,
+    /// Ring-buffer size per CPU in KiB.
+    #[arg(short = 'b', value_name = "KB")]
+    pub buffer_kb: Option<u64>,
+    /// Record a kernel stack after every event (the `stacktrace` option).
+    #[arg(short = 'T')]
+    pub kernel_stacks: bool,
+    /// Record user stacks: off, sync (`userstacktrace`) or deferred (`userstacktrace_delay`).
+    #[arg(long = "user-stacks", value_enum, default_value_t = UserStacks::Off)]
+    pub user_stacks: UserStacks,
+    /// Tracer to use (e.g. `user_unwind`); by default the current one is kept.
+    #[arg(short = 'p', value_name = "TRACER")]
+    pub tracer: Option<String>,
+    /// Only trace these pids (set_event_pid). Repeatable.
+    #[arg(short = 'P', value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Only trace the command given on the command line (and its children).
+    #[arg(short = 'F')]
+    pub filter_command: bool,
+    /// With -P, also trace the children the pids fork (event-fork option).
+    #[arg(short = 'c')]
+    pub children: bool,
+    /// Trace clock (e.g. local, global, mono).
+    #[arg(short = 'C', value_name = "CLOCK")]
+    pub clock: Option<String>,
+    /// Set a tracefs option: NAME to enable it, noNAME to disable it. Repeatable.
+    #[arg(short = 'O', value_name = "OPTION")]
+    pub options: Vec<String>,
+}
 
 /// Arguments of `tracer-cli record`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+#[command(trailing_var_arg = true)]
+pub struct Args {
+    #[command(flatten)]
+    pub trace: TraceOpts,
+    /// Output file.
+    #[arg(short = 'o', value_name = "FILE", default_value = "trace.dat")]
+    pub output: PathBuf,
+    /// trace.dat version to write (6 or 7).
+    #[arg(long = "file-version", default_value_t = 7, value_parser = clap::value_parser!(u32).range(6..=7))]
+    pub file_version: u32,
+    /// Compression of a version 7 file: none or zstd (default zstd; version 6 is never compressed).
+    #[arg(long = "compression", value_name = "none|zstd")]
+    pub compression: Option<String>,
+    /// Do not show live progress.
+    #[arg(short = 'q', long = "quiet")]
+    pub quiet: bool,
+    /// Command to run and trace; recording stops when it exits.
+    #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+/// The exact message printed when deferred user stacks are asked for on a
+/// kernel without the ustack patches.
+pub const NO_DELAY_OPTION: &str =
+    "this kernel has no userstacktrace_delay option (deferred user stacks need the ustack kernel patches)";
+
+/// Pairs each `-e` with the `-f` filters that follow it, using the order of
+/// the arguments on the command line (clap does not keep the order between
+/// two different options, so the subcommand's arguments are parsed again
+/// with their indices).
+pub(crate) fn pair_filters(
+    opts: &TraceOpts,
+    subcommand: &str,
+    cmd: clap::Command,
+) -> Result<Vec<(String, Option<String>)>> {
+    if opts.filters.is_empty() {
+        return Ok(opts.events.iter().map(|e| (e.clone(), None)).collect());
+    }
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let pos = argv
+        .iter()
+        .skip(1)
+        .position(|a| a == subcommand)
+        .map(|p| p + 2)
+        .context("cannot find the subcommand in the command line to order -e and -f")?;
+    let m = cmd
+        .no_binary_name(true)
+        .try_get_matches_from(&argv[pos..])
+        .context("re-reading -e/-f")?;
+    let ev_idx: Vec<usize> = m
+        .indices_of("events")
+        .map(|i| i.collect())
+        .unwrap_or_default();
+    let f_idx: Vec<usize> = m
+        .indices_of("filters")
+        .map(|i| i.collect())
+        .unwrap_or_default();
+    let mut out: Vec<(String, Option<String>)> =
+        opts.events.iter().map(|e| (e.clone(), None)).collect();
+    for (fi, f) in f_idx.iter().zip(&opts.filters) {
+        let Some(owner) = ev_idx.iter().rposition(|ei| ei < fi) else {
+            bail!("-f {f}: a filter must follow the -e it applies to");
+        };
+        let slot = &mut out[owner].1;
+        *slot = Some(match slot.take() {
+            None => f.clone(),
+            // Two -f for one -e: both must hold.
+            Some(prev) => format!("({prev}) && ({f})"),
+        });
+    }
+    Ok(out)
+}
+
+/// A configured tracing session: the instance, the enabled events and the
+/// guard that will restore everything.
+pub(crate) struct Session {
+    pub fs: Tracefs,
+    pub inst: Instance,
+    pub guard: Guard,
+    pub events: Vec<EventId>,
+}
+
+/// Applies `opts` to tracefs (instance, events, filters, options, buffer
+/// size, clock, tracer, pid filter) with every change recorded in a guard.
+/// Tracing is left off and the buffer cleared; the caller turns it on.
+/// `command_pid` is the pid of the command to trace, if any.
+pub(crate) fn setup(
+    opts: &TraceOpts,
+    events: &[(String, Option<String>)],
+    command_pid: Option<u32>,
+) -> Result<Session> {
+    if events.is_empty() && opts.tracer.is_none() {
+        bail!("no events or tracer given (use -e SYSTEM[:EVENT] or -p TRACER)");
+    }
+    let fs = Tracefs::open()?;
+    let guard = Guard::new();
+    let inst = match &opts.instance {
+        None => fs.top(),
+        Some(name) => match fs.instance(name) {
+            Ok(i) => i,
+            Err(tracefs::Error::NotFound { .. }) => guard.adopt_instance(fs.create_instance(name)?),
+            Err(e) => return Err(e.into()),
+        },
+    };
+    // Check what the kernel must have before changing anything else.
+    match opts.user_stacks {
+        UserStacks::Deferred if !inst.has_option("userstacktrace_delay") => bail!(NO_DELAY_OPTION),
+        UserStacks::Sync if !inst.has_option("userstacktrace") => {
+            bail!("this kernel has no userstacktrace option")
+        }
+        _ => {}
+    }
+    if opts.kernel_stacks && !inst.has_option("stacktrace") {
+        bail!("this kernel has no stacktrace option");
+    }
+    let mut resolved: Vec<(EventId, Option<String>)> = Vec::new();
+    for (spec, filter) in events {
+        let spec = EventSpec::parse(spec)?;
+        for e in fs.resolve(&spec)? {
+            resolved.push((e, filter.clone()));
+        }
+    }
+
+    guard.set_tracing_on(&inst, false)?;
+    guard.disable_all_events(&inst)?;
+
+    // Options: what was asked for, and the stack options off otherwise so the
+    // recording contains what the command line says.
+    let mut want: Vec<(String, bool)> = vec![
+        ("stacktrace".into(), opts.kernel_stacks),
+        (
+            "userstacktrace".into(),
+            opts.user_stacks == UserStacks::Sync,
+        ),
+        (
+            "userstacktrace_delay".into(),
+            opts.user_stacks == UserStacks::Deferred,
+        ),
+    ];
+    for o in &opts.options {
+        match o.strip_prefix("no") {
+            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
+                want.push((name.into(), false))
+            }
+            _ => want.push((o.clone(), true)),
+        }
+    }
+    let mut pids: Vec<u32> = opts.pids.clone();
+    if opts.filter_command {
+        match command_pid {
+            Some(p) => pids.push(p),
+            None => bail!("-F needs a command to run"),
+        }
+    }
+    if !pids.is_empty() && (opts.children || opts.filter_command) {
+        want.push(("event-fork".into(), true));
+    }
+    for (name, on) in &want {
+        if !on && !inst.has_option(name) {
+            continue;
+        }
+        guard.set_option(&inst, name, *on)?;
+    }
+    if let Some(kb) = opts.buffer_kb {
+        guard.set_buffer_size_kb(&inst, kb)?;
+    }
+    if let Some(clock) = &opts.clock {
+        guard.set_trace_clock(&inst, clock)?;
+    }
+    if let Some(t) = &opts.tracer {
+        guard.set_current_tracer(&inst, t)?;
+    }
+    if !pids.is_empty() || !inst.event_pids()?.is_empty() {
+        guard.set_event_pids(&inst, &pids)?;
+    }
+    let mut enabled = Vec::new();
+    for (e, filter) in &resolved {
+        if filter.is_some() || inst.event_filter(e)?.is_some() {
+            guard.set_event_filter(&inst, e, filter.as_deref())?;
+        }
+        guard.set_event_enabled(&inst, e, true)?;
+        if !enabled.contains(e) {
+            enabled.push(e.clone());
+        }
+    }
+    inst.clear_buffer()?;
+    Ok(Session {
+        fs,
+        inst,
+        guard,
+        events: enabled,
+    })
+}
+
+/// A command forked and held before exec until [`HeldChild::release`], so
+/// its pid can go into the pid filter and tracing is on before it runs.
+pub(crate) struct HeldChild {
+    pub pid: nix::unistd::Pid,
+    go: Option<std::os::fd::OwnedFd>,
+}
+
+impl HeldChild {
+    /// Forks; the child waits for the go byte, then execs `argv` (PATH
+    /// lookup) with a clean signal mask.
+    pub fn spawn(argv: &[String]) -> Result<HeldChild> {
+        use std::os::fd::AsRawFd;
+        let cargs: Vec<CString> = argv
+            .iter()
+            .map(|a| CString::new(a.as_str()))
+            .collect::<Result<_, _>>()
+            .context("command argument contains a NUL byte")?;
+        let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+        ptrs.push(std::ptr::null());
+        let err_msg =
+            CString::new(format!("tracer-cli: cannot run {}\n", argv[0])).unwrap_or_default();
+        let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
+        // SAFETY: after fork the child only calls async-signal-safe functions
+        // (close, read, sigprocmask, execvp, write, _exit) on data prepared
+        // before the fork; the parent continues normally.
+        match unsafe { nix::unistd::fork() }.context("fork")? {
+            nix::unistd::ForkResult::Child => unsafe {
+                libc::close(w.as_raw_fd());
+                let mut b = 0u8;
+                loop {
+                    let n = libc::read(r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
+                    if n == 1 {
+                        break;
+                    }
+                    if n == 0 || *libc::__errno_location() != libc::EINTR {
+                        libc::_exit(126);
+                    }
+                }
+                libc::close(r.as_raw_fd());
+                let mut set: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut set);
+                libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                libc::execvp(ptrs[0], ptrs.as_ptr());
+                libc::write(2, err_msg.as_ptr().cast(), err_msg.as_bytes().len());
+                libc::_exit(127);
+            },
+            nix::unistd::ForkResult::Parent { child } => {
+                drop(r);
+                Ok(HeldChild {
+                    pid: child,
+                    go: Some(w),
+                })
+            }
+        }
+    }
+
+    /// Lets the child exec.
+    pub fn release(&mut self) -> Result<()> {
+        if let Some(w) = self.go.take() {
+            nix::unistd::write(&w, b"g").context("starting the command")?;
+        }
+        Ok(())
+    }
+
+    /// Non-blocking: `Some(status)` once the child exited.
+    pub fn try_wait(&self) -> Option<i32> {
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        match waitpid(self.pid, Some(WaitPidFlag::WNOHANG)) {
+            Ok(WaitStatus::Exited(_, code)) => Some(code),
+            Ok(WaitStatus::Signaled(_, sig, _)) => Some(128 + sig as i32),
+            Ok(_) => None,
+            Err(_) => Some(-1),
+        }
+    }
+}
+
+impl Drop for HeldChild {
+    fn drop(&mut self) {
+        // Closing the go pipe unreleased makes the child exit without running.
+        self.go.take();
+    }
+}
+
+/// Keeps the latest non-empty `/proc/PID/maps` of the processes whose user
+/// stacks may be in the trace (the command, -P pids, their descendants).
+#[derive(Default)]
+pub(crate) struct MapsTracker {
+    roots: Vec<u32>,
+    pids: HashSet<u32>,
+    maps: BTreeMap<u32, ProcMap>,
+}
+
+fn tgid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+impl MapsTracker {
+    pub fn new(roots: Vec<u32>) -> MapsTracker {
+        let pids = roots.iter().copied().collect();
+        MapsTracker {
+            roots,
+            pids,
+            maps: BTreeMap::new(),
+        }
+    }
+
+    /// Adds the descendants of the roots (scans /proc for parent pids).
+    pub fn scan_children(&mut self) {
+        if self.roots.is_empty() {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for ent in rd.flatten() {
+            let Some(pid) = ent.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(ppid) = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u32>().ok())
+            {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+        let mut todo: Vec<u32> = self.pids.iter().copied().collect();
+        while let Some(p) = todo.pop() {
+            for &c in children.get(&p).into_iter().flatten() {
+                if self.pids.insert(c) {
+                    todo.push(c);
+                }
+            }
+        }
+    }
+
+    /// Reads the maps of every tracked process that is still alive.
+    pub fn snapshot(&mut self) {
+        for &pid in &self.pids {
+            let tgid = tgid_of(pid).unwrap_or(pid);
+            if let Ok(m) = ProcMap::read_proc(tgid) {
+                if !m.maps.is_empty() {
+                    self.maps.insert(tgid, m);
+                }
+            }
+        }
+    }
+
+    pub fn into_maps(self) -> Vec<ProcMap> {
+        self.maps.into_values().collect()
+    }
+}
+
+/// Builds the trace.dat metadata from tracefs: headers, the ftrace formats,
+/// the formats of `events` (all events when `None`), kallsyms, printk
+/// formats, saved_cmdlines, uname, clock and CPU count.
+pub(crate) fn collect_meta(
+    fs: &Tracefs,
+    inst: &Instance,
+    events: Option<&[EventId]>,
+    procmaps: Vec<ProcMap>,
+) -> Result<TraceMeta> {
+    let mut systems: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    let all;
+    let list: &[EventId] = match events {
+        Some(l) => l,
+        None => {
+            all = fs.all_events()?;
+            &all
+        }
+    };
+    for e in list {
+        if e.system == "ftrace" {
+            continue;
+        }
+        // Some events have no format file (e.g. ftrace-only markers): skip them.
+        if let Ok(f) = fs.event_format(&e.system, &e.name) {
+            systems
+                .entry(e.system.clone())
+                .or_default()
+                .push(f.into_bytes());
+        }
+    }
+    let mut ftrace_formats = Vec::new();
+    for name in fs.events("ftrace").unwrap_or_default() {
+        if let Ok(f) = fs.event_format("ftrace", &name) {
+            ftrace_formats.push(f.into_bytes());
+        }
+    }
+    Ok(TraceMeta {
+        page_size: inst.page_size() as u32,
+        header_page: fs.header_page()?.into_bytes(),
+        header_event: fs.header_event()?.into_bytes(),
+        ftrace_formats,
+        event_systems: systems
+            .into_iter()
+            .map(|(name, formats)| EventSystem { name, formats })
+            .collect(),
+        kallsyms: Tracefs::kallsyms()?,
+        printk_formats: fs.printk_formats()?,
+        cmdlines: fs.saved_cmdlines()?,
+        uname: Some(Tracefs::uname()),
+        trace_clock: Some(inst.read_string("trace_clock")?.trim_end().to_string()),
+        cpu_count: inst.cpu_count()?,
+        procmaps,
+        ..TraceMeta::default()
+    })
+}
+
+/// The writer options for `--file-version` / `--compression`.
+pub(crate) fn write_options(version: u32, compression: Option<&str>) -> Result<WriteOptions> {
+    let version = FileVersion::from_number(version).context("--file-version must be 6 or 7")?;
+    let compression = match (version, compression) {
+        (FileVersion::V6, None | Some("none")) => Compression::None,
+        (FileVersion::V6, Some(c)) => {
+            bail!("--compression {c}: file version 6 cannot be compressed")
+        }
+        (FileVersion::V7, None) => Compression::Zstd,
+        (FileVersion::V7, Some(c)) => Compression::from_name(c)
+            .with_context(|| format!("--compression {c}: use none or zstd"))?,
+    };
+    Ok(WriteOptions {
+        version,
+        compression,
+    })
+}
+
+/// Writes trace.dat from the per-CPU page files.
+pub(crate) fn write_dat(
+    output: &Path,
+    meta: &TraceMeta,
+    inst: &Instance,
+    cpu_files: &[(u32, PathBuf, CpuStats)],
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let clock = inst.trace_clock()?.0;
+    let buffer = BufferData {
+        name: inst.name().unwrap_or("").to_string(),
+        clock,
+        cpus: cpu_files
+            .iter()
+            .map(|(cpu, path, stats)| CpuData {
+                cpu: *cpu,
+                path: path.clone(),
+                stats: Some(stats.raw.clone()),
+            })
+            .collect(),
+    };
+    let summary = write_trace_dat(output, meta, &[buffer], opts)?;
+    Ok(summary)
+}
+
+/// Per-CPU temp files `<output>.cpuN`, removed when dropped.
+pub(crate) struct TempFiles(pub Vec<(u32, PathBuf)>);
+
+impl TempFiles {
+    pub fn create(output: &Path, cpus: &[u32]) -> Result<(TempFiles, Vec<File>)> {
+        let mut t = TempFiles(Vec::new());
+        let mut files = Vec::new();
+        for &cpu in cpus {
+            let mut name = output.as_os_str().to_owned();
+            name.push(format!(".cpu{cpu}"));
+            let path = PathBuf::from(name);
+            let f =
+                File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+            t.0.push((cpu, path));
+            files.push(f);
+        }
+        Ok((t, files))
+    }
+}
+
+impl Drop for TempFiles {
+    fn drop(&mut self) {
+        for (_, p) in &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// What one reader thread reports when it is done.
+struct ReaderResult {
+    bytes: u64,
+    flushed: tracefs::DrainStats,
+}
+
+fn reader_thread(
+    mut reader: tracefs::CpuReader,
+    mut out: File,
+    flush: Arc<AtomicBool>,
+    bytes: Arc<AtomicU64>,
+) -> tracefs::Result<ReaderResult> {
+    let mut total = 0u64;
+    while !flush.load(Ordering::SeqCst) {
+        let ready = reader.wait(Duration::from_millis(100))?;
+        let n = reader.splice_into(&out, 4 << 20)?;
+        total += n;
+        bytes.fetch_add(n, Ordering::Relaxed);
+        if ready && n == 0 {
+            // Readable but no complete page yet: do not spin.
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let flushed = reader.flush_into(&mut out)?;
+    total += flushed.bytes;
+    bytes.fetch_add(flushed.bytes, Ordering::Relaxed);
+    Ok(ReaderResult {
+        bytes: total,
+        flushed,
+    })
+}
+
+fn human(b: u64) -> String {
+    if b >= 10 << 20 {
+        format!("{} MiB", b >> 20)
+    } else if b >= 10 << 10 {
+        format!("{} KiB", b >> 10)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Live progress on a terminal: per CPU the kernel's event count (events
+/// read so far plus still buffered, from `stats`), bytes moved to the file,
+/// and events lost (overrun + dropped, from `stats`).
+struct Progress {
+    lines: usize,
+}
+
+impl Progress {
+    fn show(&mut self, inst: &Instance, cpus: &[u32], bytes: &[Arc<AtomicU64>], elapsed: Duration) {
+        let mut err = std::io::stderr().lock();
+        if self.lines > 0 {
+            let _ = write!(err, "\x1b[{}A", self.lines);
+        }
+        let _ = writeln!(
+            err,
+            "\x1b[2Krecording {:.1}s   (events = kernel count: read + buffered; lost = overrun + dropped)",
+            elapsed.as_secs_f64()
+        );
+        for (i, &cpu) in cpus.iter().enumerate() {
+            let (ev, lost) = match inst.cpu_stats(cpu) {
+                Ok(s) => (s.written().to_string(), s.lost().to_string()),
+                Err(_) => ("?".into(), "?".into()),
+            };
+            let _ = writeln!(
+                err,
+                "\x1b[2K  CPU{cpu:<3} events {ev:>10}   bytes {:>10}   lost {lost:>8}",
+                human(bytes[i].load(Ordering::Relaxed))
+            );
+        }
+        self.lines = cpus.len() + 1;
+    }
+}
 
 /// Runs `tracer-cli record`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("record: not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    use clap::Args as _;
+    let pairs = pair_filters(
+        &args.trace,
+        "record",
+        Args::augment_args(clap::Command::new("record")),
+    )?;
+    let wopts = write_options(args.file_version, args.compression.as_deref())?;
+    signals::install()?;
+
+    let mut child = if args.command.is_empty() {
+        None
+    } else {
+        Some(HeldChild::spawn(&args.command)?)
+    };
+    let child_pid = child.as_ref().map(|c| c.pid.as_raw() as u32);
+    let session = setup(&args.trace, &pairs, child_pid)?;
+    signals::set_restorer(Some(session.guard.restorer()));
+    let inst = &session.inst;
+
+    let cpus = inst.cpus()?;
+    let (temps, files) = TempFiles::create(&args.output, &cpus)?;
+    let flush = Arc::new(AtomicBool::new(false));
+    let counters: Vec<Arc<AtomicU64>> = cpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
+    let mut threads = Vec::new();
+    for ((&cpu, file), ctr) in cpus.iter().zip(files).zip(&counters) {
+        let reader = inst.cpu_reader(cpu)?;
+        let (flush, ctr) = (flush.clone(), ctr.clone());
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("record-cpu{cpu}"))
+                .spawn(move || reader_thread(reader, file, flush, ctr))
+                .context("cannot start a reader thread")?,
+        );
+    }
+
+    let mut roots: Vec<u32> = args.trace.pids.clone();
+    roots.extend(child_pid);
+    let mut maps = MapsTracker::new(roots);
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let mut progress = Progress { lines: 0 };
+    let start = Instant::now();
+    session.inst.set_tracing_on(true)?;
+    if let Some(c) = child.as_mut() {
+        c.release()?;
+    }
+    if child.is_none() && !args.quiet {
+        eprintln!("tracer-cli: recording; press Ctrl-C to stop");
+    }
+    let mut tick = 0u64;
+    let mut child_status = None;
+    loop {
+        if tick % 4 == 0 {
+            maps.scan_children();
+        }
+        maps.snapshot();
+        if signals::stop_requested() {
+            break;
+        }
+        if let Some(c) = &child {
+            if let Some(st) = c.try_wait() {
+                child_status = Some(st);
+                break;
+            }
+        }
+        if threads.iter().any(|t| t.is_finished()) {
+            break; // a reader failed; its error is reported below
+        }
+        if show && tick % 10 == 0 {
+            progress.show(inst, &cpus, &counters, start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        tick += 1;
+    }
+
+    // Stop writing, then let every reader drain its CPU completely.
+    inst.set_tracing_on(false)?;
+    flush.store(true, Ordering::SeqCst);
+    let mut results = Vec::new();
+    let mut first_err = None;
+    for t in threads {
+        match t.join() {
+            Ok(Ok(r)) => results.push(r),
+            Ok(Err(e)) => {
+                first_err.get_or_insert(anyhow::Error::from(e));
+            }
+            Err(_) => {
+                first_err.get_or_insert(anyhow::anyhow!("a reader thread panicked"));
+            }
+        }
+    }
+    if show {
+        progress.show(inst, &cpus, &counters, start.elapsed());
+    }
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    let stats: Vec<CpuStats> = cpus
+        .iter()
+        .map(|&c| inst.cpu_stats(c))
+        .collect::<Result<_, _>>()?;
+    let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
+    let cpu_files: Vec<(u32, PathBuf, CpuStats)> = temps
+        .0
+        .iter()
+        .zip(stats.iter())
+        .map(|((cpu, p), s)| (*cpu, p.clone(), s.clone()))
+        .collect();
+    let summary = write_dat(&args.output, &meta, inst, &cpu_files, &wopts)?;
+    drop(temps);
+
+    if !args.quiet {
+        for ((s, r), cpu) in stats.iter().zip(&results).zip(&cpus) {
+            eprintln!(
+                "CPU{cpu}: {} events, {} lost, {} bytes ({} pages spliced at the end, {} read partial)",
+                s.read_events.unwrap_or(0),
+                s.lost(),
+                r.bytes,
+                r.flushed.spliced_pages,
+                r.flushed.read_pages
+            );
+        }
+        eprintln!(
+            "tracer-cli: wrote {} ({} bytes, {} user-space memory maps)",
+            args.output.display(),
+            summary.file_size,
+            meta.procmaps.len()
+        );
+        if let Some(st) = child_status.filter(|s| *s != 0) {
+            eprintln!("tracer-cli: the command exited with status {st}");
+        }
+    }
+    // Restore now (rather than in drop) so a failure is reported.
+    session.guard.restore()?;
+    signals::set_restorer(None);
+    Ok(())
 }
