@@ -1,0 +1,410 @@
+//! Round trip of the trace.dat writer through the crate's reader, on
+//! hand-built ring-buffer pages (no root needed).
+//!
+//! Two buffers (the top one with a big, an empty and a small CPU, and an
+//! instance) are written as v7 none, v7 zstd and v6. The reader must give
+//! back every metadata item byte for byte, the exact page bytes per CPU and
+//! every event with its timestamp and value. When trace-cmd is installed,
+//! `trace-cmd report` must read each file without a word on stderr and
+//! print every event.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tracedata::compress::Compression;
+use tracedata::reader::{Item, TraceFile};
+use tracedata::writer::{
+    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, LibMap, ProcMap, TraceMeta,
+    WriteOptions,
+};
+
+const PAGE: usize = 4096;
+const EVENT_ID: u16 = 500;
+const EVENTS_PER_PAGE: u64 = 100;
+
+const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;
+";
+
+const HEADER_EVENT: &str = "# compressed entry header
+\ttype_len    :    5 bits
+\ttime_delta  :   27 bits
+\tarray       :   32 bits
+
+\tpadding     : type == 29
+\ttime_extend : type == 30
+\ttime_stamp : type == 31
+\tdata max type_len  == 28
+";
+
+fn format_text(name: &str, id: u16) -> String {
+    format!(
+        "name: {name}
+ID: {id}
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;
+
+print fmt: \"value=%llu\", REC->value
+"
+    )
+}
+
+/// `pages` pages of `EVENTS_PER_PAGE` events each (16-byte payloads, time
+/// delta 10 ns); returns the bytes and the (ts, value) of every event.
+fn make_pages(cpu: u32, pages: u64, first_value: u64) -> (Vec<u8>, Vec<(u64, u64)>) {
+    let mut out = Vec::new();
+    let mut events = Vec::new();
+    let mut value = first_value;
+    for p in 0..pages {
+        let base = 1_000_000_000 + p * 1_000_000 + u64::from(cpu) * 7;
+        let mut page = Vec::with_capacity(PAGE);
+        page.extend_from_slice(&base.to_le_bytes());
+        let commit = EVENTS_PER_PAGE * 20;
+        page.extend_from_slice(&commit.to_le_bytes());
+        let mut ts = base;
+        for _ in 0..EVENTS_PER_PAGE {
+            let delta = 1000u32;
+            ts += u64::from(delta);
+            let header = 4u32 | (delta << 5); // type_len 4 = 16-byte payload
+            page.extend_from_slice(&header.to_le_bytes());
+            page.extend_from_slice(&EVENT_ID.to_le_bytes());
+            page.extend_from_slice(&[0, 0]); // flags, preempt count
+            page.extend_from_slice(&4242i32.to_le_bytes());
+            page.extend_from_slice(&value.to_le_bytes());
+            events.push((ts, value));
+            value += 1;
+        }
+        page.resize(PAGE, 0);
+        out.extend_from_slice(&page);
+    }
+    (out, events)
+}
+
+fn meta() -> TraceMeta {
+    TraceMeta {
+        page_size: PAGE as u32,
+        long_size: 8,
+        header_page: HEADER_PAGE.as_bytes().to_vec(),
+        header_event: HEADER_EVENT.as_bytes().to_vec(),
+        ftrace_formats: vec![format_text("ustack_ft", 501).into_bytes()],
+        event_systems: vec![EventSystem {
+            name: "ustacktest".into(),
+            formats: vec![format_text("sample", EVENT_ID).into_bytes()],
+        }],
+        kallsyms: b"ffffffff81000000 T _stext\nffffffff81000100 t helper\n".to_vec(),
+        printk_formats: b"0xffffffff82000000 : \"hello %d\\n\"\n".to_vec(),
+        cmdlines: b"4242 sampler\n".to_vec(),
+        uname: Some("Linux testhost 6.18.0 x86_64".into()),
+        trace_clock: Some("[local] global counter\n".into()),
+        version: None,
+        cpu_count: 3,
+        procmaps: vec![
+            ProcMap {
+                pid: 4242,
+                comm: "sampler".into(),
+                maps: vec![LibMap {
+                    start: 0x5555_0000_0000,
+                    end: 0x5555_0001_0000,
+                    path: "/usr/bin/sampler".into(),
+                }],
+            },
+            ProcMap {
+                pid: 4243,
+                comm: "other".into(),
+                maps: vec![],
+            },
+        ],
+        trace_id: None,
+    }
+}
+
+struct Setup {
+    dir: PathBuf,
+    buffers: Vec<BufferData>,
+    /// (buffer name, cpu) -> (page bytes, events)
+    expect: Vec<(String, u32, Vec<u8>, Vec<(u64, u64)>)>,
+}
+
+fn setup(tag: &str) -> Setup {
+    let dir = std::env::temp_dir().join(format!("tracedata-rt-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).unwrap();
+    let mut expect = Vec::new();
+    let mut file = |name: &str, cpu: u32, pages: u64, first: u64| {
+        let (bytes, events) = make_pages(cpu, pages, first);
+        let p = dir.join(format!(
+            "{}.cpu{cpu}",
+            if name.is_empty() { "top" } else { name }
+        ));
+        fs::write(&p, &bytes).unwrap();
+        expect.push((name.to_string(), cpu, bytes, events));
+        let mut c = CpuData::new(cpu, p);
+        c.stats = Some(format!(
+            "entries: {}\noverrun: 0\n",
+            pages * EVENTS_PER_PAGE
+        ));
+        c
+    };
+    // 25 pages: three zstd chunks (10 + 10 + 5 pages).
+    let top = BufferData {
+        name: String::new(),
+        clock: "local".into(),
+        cpus: vec![
+            file("", 0, 25, 0),
+            file("", 1, 0, 0),
+            file("", 2, 1, 100_000),
+        ],
+    };
+    let inst = BufferData {
+        name: "inst".into(),
+        clock: "local".into(),
+        cpus: vec![file("inst", 1, 3, 200_000)],
+    };
+    Setup {
+        dir,
+        buffers: vec![inst, top],
+        expect,
+    }
+}
+
+const ALL_FORMATS: [(FileVersion, Compression, &str); 3] = [
+    (FileVersion::V7, Compression::None, "v7none"),
+    (FileVersion::V7, Compression::Zstd, "v7zstd"),
+    (FileVersion::V6, Compression::None, "v6"),
+];
+
+#[test]
+fn reader_gets_back_everything() {
+    let s = setup("reader");
+    let m = meta();
+    for (version, compression, tag) in ALL_FORMATS {
+        let path = s.dir.join(format!("{tag}.dat"));
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        let summary = write_trace_dat(&path, &m, &s.buffers, &opts).unwrap();
+        assert_eq!(
+            summary.file_size,
+            fs::metadata(&path).unwrap().len(),
+            "{tag}"
+        );
+        assert_eq!(summary.buffers.len(), 2);
+        assert_eq!(summary.buffers[0].name, "inst", "{tag}: caller's order");
+        let pages: Vec<u64> = summary.buffers[1].cpus.iter().map(|c| c.pages).collect();
+        assert_eq!(pages, [25, 0, 1], "{tag}");
+
+        let t = TraceFile::open(&path).unwrap_or_else(|e| panic!("{tag}: {e}"));
+        assert_eq!(t.version(), version.number(), "{tag}");
+        assert_eq!(t.page_size(), PAGE);
+        assert_eq!(t.long_size(), 8);
+        assert_eq!(t.cpu_count(), 3, "{tag}");
+        let want_comp = match compression {
+            Compression::None if version == FileVersion::V6 => None,
+            c => Some(c.name()),
+        };
+        assert_eq!(t.compression().map(|c| c.0), want_comp, "{tag}");
+        assert_eq!(t.header_page_text(), m.header_page.as_slice(), "{tag}");
+        assert_eq!(t.header_event(), m.header_event.as_slice(), "{tag}");
+        assert_eq!(
+            t.ftrace_format_texts(),
+            m.ftrace_formats.as_slice(),
+            "{tag}"
+        );
+        let systems: Vec<(String, Vec<Vec<u8>>)> = m
+            .event_systems
+            .iter()
+            .map(|s| (s.name.clone(), s.formats.clone()))
+            .collect();
+        assert_eq!(t.event_format_texts(), systems.as_slice(), "{tag}");
+        assert_eq!(t.kallsyms(), m.kallsyms.as_slice(), "{tag}");
+        assert_eq!(t.printk_formats(), m.printk_formats.as_slice(), "{tag}");
+        assert_eq!(t.cmdlines(), m.cmdlines.as_slice(), "{tag}");
+        assert_eq!(t.uname().as_deref(), m.uname.as_deref(), "{tag}");
+        assert_eq!(
+            t.tool_version(),
+            Some(format!("ustack-tracedata {}", env!("CARGO_PKG_VERSION"))),
+            "{tag}"
+        );
+        assert_eq!(t.clock().as_deref(), Some("local"), "{tag}");
+        let want_stats = vec![
+            "CPU: 0\nentries: 2500\noverrun: 0\n".to_string(),
+            "CPU: 1\nentries: 0\noverrun: 0\n".to_string(),
+            "CPU: 2\nentries: 100\noverrun: 0\n".to_string(),
+            "\nBuffer: inst\n\n".to_string(),
+            "CPU: 1\nentries: 300\noverrun: 0\n".to_string(),
+        ];
+        assert_eq!(t.cpustats(), want_stats, "{tag}");
+        let procmaps: Vec<String> = t
+            .options()
+            .iter()
+            .filter(|o| o.id == tracedata::dat::option::PROCMAPS)
+            .map(|o| String::from_utf8(o.data.clone()).unwrap())
+            .collect();
+        assert_eq!(
+            procmaps,
+            [
+                "1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\n\0",
+                "1093 0 other\n\0"
+            ],
+            "{tag}"
+        );
+        let fmt = t
+            .formats()
+            .by_name("ustacktest", "sample")
+            .expect("format by name");
+        assert_eq!(fmt.id, EVENT_ID);
+
+        let names: Vec<&str> = t.buffers().iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["", "inst"], "{tag}");
+        for (name, cpu, bytes, events) in &s.expect {
+            let b = t.buffer(name).unwrap();
+            let got: Vec<u8> = b
+                .cpus
+                .iter()
+                .find(|c| c.cpu == *cpu)
+                .map(|c| t.cpu_data(c).to_vec())
+                .unwrap_or_default();
+            assert!(
+                got == *bytes,
+                "{tag}: buffer {name:?} cpu {cpu} pages differ"
+            );
+            let mut got_events = Vec::new();
+            for item in t.records_of_cpus(b, Some(&[*cpu])) {
+                match item.unwrap_or_else(|e| panic!("{tag}: {e}")) {
+                    Item::Event(r) => {
+                        assert_eq!(r.cpu, *cpu);
+                        assert_eq!(r.common_pid(), Some(4242));
+                        got_events.push((r.ts, r.u64_field(fmt, "value").unwrap()));
+                    }
+                    Item::Lost { .. } => panic!("{tag}: no events were lost"),
+                }
+            }
+            assert_eq!(&got_events, events, "{tag}: buffer {name:?} cpu {cpu}");
+        }
+    }
+    fs::remove_dir_all(&s.dir).unwrap();
+}
+
+fn trace_cmd_available() -> bool {
+    Command::new("trace-cmd").arg("-h").output().is_ok()
+}
+
+#[test]
+fn trace_cmd_report_reads_every_event() {
+    if !trace_cmd_available() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("trace-cmd is required under CI=true");
+        }
+        eprintln!("SKIP: trace-cmd is not installed");
+        return;
+    }
+    let s = setup("report");
+    let m = meta();
+    let mut first: Option<String> = None;
+    for (version, compression, tag) in ALL_FORMATS {
+        let path = s.dir.join(format!("{tag}.dat"));
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        write_trace_dat(&path, &m, &s.buffers, &opts).unwrap();
+        let out = Command::new("trace-cmd")
+            .arg("report")
+            .arg("-i")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success() && stderr.is_empty(),
+            "{tag}: {:?} stderr:\n{stderr}",
+            out.status
+        );
+        let text = String::from_utf8(out.stdout).unwrap();
+        for (name, cpu, _, events) in &s.expect {
+            let prefix = if name.is_empty() {
+                String::new()
+            } else {
+                format!("{name}:")
+            };
+            for (ts, value) in events {
+                let line = format!(
+                    "[{cpu:03}] {:>5}.{:06}: sample:               value={value}",
+                    ts / 1_000_000_000,
+                    (ts % 1_000_000_000) / 1000
+                );
+                let n = text
+                    .lines()
+                    .filter(|l| l.starts_with(&prefix) && l.ends_with(&line))
+                    .count();
+                assert_eq!(n, 1, "{tag}: {prefix}{line} in\n{}", head(&text));
+            }
+        }
+        let total: usize = s.expect.iter().map(|e| e.3.len()).sum();
+        assert_eq!(text.matches("value=").count(), total, "{tag}");
+        match &first {
+            None => first = Some(text),
+            Some(f) => assert!(f == &text, "{tag}: report differs from v7 none"),
+        }
+    }
+    fs::remove_dir_all(&s.dir).unwrap();
+}
+
+fn head(s: &str) -> String {
+    s.lines().take(8).collect::<Vec<_>>().join("\n")
+}
+
+#[test]
+fn partial_trailing_page_is_left_out_and_counted() {
+    let s = setup("tail");
+    let mut buffers = s.buffers.clone();
+    let p = s.dir.join("ragged");
+    let (mut bytes, _) = make_pages(0, 2, 0);
+    bytes.extend_from_slice(&[1, 2, 3]);
+    fs::write(&p, &bytes).unwrap();
+    buffers[0].cpus = vec![CpuData::new(0, &p)];
+    for (version, compression, tag) in ALL_FORMATS {
+        let path = s.dir.join(format!("{tag}.dat"));
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        let sum = write_trace_dat(&path, &meta(), &buffers, &opts).unwrap();
+        let c = &sum.buffers[0].cpus[0];
+        assert_eq!((c.pages, c.partial_tail), (2, 3), "{tag}");
+        let t = TraceFile::open(&path).unwrap();
+        let b = t.buffer("inst").unwrap();
+        assert_eq!(t.cpu_data(&b.cpus[0]), &bytes[..2 * PAGE], "{tag}");
+    }
+    fs::remove_dir_all(&s.dir).unwrap();
+}
+
+#[test]
+fn unreadable_cpu_file_is_a_one_line_error_and_no_file() {
+    let s = setup("err");
+    let mut buffers = s.buffers.clone();
+    // A directory where a data file should be: open succeeds, read fails.
+    buffers[0].cpus = vec![CpuData::new(0, &s.dir)];
+    let out = s.dir.join("out.dat");
+    for (version, compression, tag) in ALL_FORMATS {
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        let e = write_trace_dat(&out, &meta(), &buffers, &opts).unwrap_err();
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'), "{tag}: {msg}");
+        assert!(msg.contains(&s.dir.display().to_string()), "{tag}: {msg}");
+        assert!(!Path::new(&out).exists(), "{tag}: partial file left behind");
+    }
+    fs::remove_dir_all(&s.dir).unwrap();
+}
