@@ -900,9 +900,16 @@ impl TraceFile {
             .collect()
     }
 
-    /// PROCMAPS option text.
+    /// PROCMAPS option texts, joined: trace-cmd (and our writer) store one
+    /// option per process.
     pub fn procmaps(&self) -> Option<String> {
-        self.option_text(option::PROCMAPS)
+        let all: Vec<String> = self
+            .options
+            .iter()
+            .filter(|o| o.id == option::PROCMAPS)
+            .map(|o| text(&o.data))
+            .collect();
+        (!all.is_empty()).then(|| all.concat())
     }
 
     /// Buffers: the top one (if the file has it) first, then instances.

@@ -257,6 +257,11 @@ fn reader_gets_back_everything() {
             ],
             "{tag}"
         );
+        assert_eq!(
+            t.procmaps().as_deref(),
+            Some("1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\n1093 0 other\n"),
+            "{tag}: all processes"
+        );
         let fmt = t
             .formats()
             .by_name("ustacktest", "sample")
