@@ -1,10 +1,148 @@
-//! `tracer-cli list`.
+//! `tracer-cli list`: events (`-e [REGEX]`, with `-F` fields), options
+//! (`-o`), tracers (`-t`), systems (`-s`) and clocks (`-C`). Without an
+//! option, everything.
+
+use anyhow::{bail, Result};
+use std::ffi::CString;
+use tracefs::Tracefs;
 
 /// Arguments of `tracer-cli list`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// List events, optionally only those matching a POSIX extended regex
+    /// against `system:event`.
+    #[arg(short = 'e', value_name = "REGEX", num_args = 0..=1, default_missing_value = "")]
+    pub events: Option<String>,
+    /// With -e: show the fields of each event.
+    #[arg(short = 'F')]
+    pub fields: bool,
+    /// With -F: also show the print fmt.
+    #[arg(long = "full")]
+    pub full: bool,
+    /// With -e: show each event's filter.
+    #[arg(short = 'l')]
+    pub filters: bool,
+    /// List the options (of the instance given with -B).
+    #[arg(short = 'o')]
+    pub options: bool,
+    /// List the tracers.
+    #[arg(short = 't', visible_short_alias = 'p')]
+    pub tracers: bool,
+    /// List the event systems.
+    #[arg(short = 's')]
+    pub systems: bool,
+    /// List the trace clocks.
+    #[arg(short = 'C')]
+    pub clocks: bool,
+    /// Instance for -o, -C and -l.
+    #[arg(short = 'B', value_name = "INSTANCE")]
+    pub instance: Option<String>,
+}
+
+/// A compiled POSIX extended regular expression (regcomp(3)), as trace-cmd uses.
+struct Regex(Box<libc::regex_t>);
+
+impl Regex {
+    fn new(pattern: &str) -> Result<Regex> {
+        let c = CString::new(pattern)?;
+        // SAFETY: regex_t is plain data that regcomp initializes.
+        let mut re: Box<libc::regex_t> = Box::new(unsafe { std::mem::zeroed() });
+        // SAFETY: `re` points to a regex_t and `c` is NUL-terminated.
+        let rc =
+            unsafe { libc::regcomp(&mut *re, c.as_ptr(), libc::REG_EXTENDED | libc::REG_NOSUB) };
+        if rc != 0 {
+            bail!("bad regular expression '{pattern}'");
+        }
+        Ok(Regex(re))
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        let Ok(c) = CString::new(s) else { return false };
+        // SAFETY: the regex was compiled by regcomp; no match offsets are requested.
+        unsafe { libc::regexec(&*self.0, c.as_ptr(), 0, std::ptr::null_mut(), 0) == 0 }
+    }
+}
+
+impl Drop for Regex {
+    fn drop(&mut self) {
+        // SAFETY: compiled by regcomp and freed once.
+        unsafe { libc::regfree(&mut *self.0) };
+    }
+}
+
+fn print_fields(format: &str, full: bool) {
+    let mut in_fields = false;
+    for line in format.lines() {
+        if line.starts_with("format:") {
+            in_fields = true;
+            continue;
+        }
+        if line.starts_with("print fmt:") {
+            if full {
+                println!("{line}");
+            }
+            break;
+        }
+        if in_fields && !line.trim().is_empty() {
+            println!("{line}");
+        }
+    }
+}
 
 /// Runs `tracer-cli list`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("list: not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    let fs = Tracefs::open()?;
+    let inst = fs.instance_or_top(args.instance.as_deref())?;
+    let nothing =
+        args.events.is_none() && !args.options && !args.tracers && !args.systems && !args.clocks;
+    if args.events.is_some() || nothing {
+        if nothing {
+            println!("events:");
+        }
+        let re = match args.events.as_deref() {
+            Some(p) if !p.is_empty() => Some(Regex::new(p)?),
+            _ => None,
+        };
+        for e in fs.all_events()? {
+            let name = e.to_string();
+            if re.as_ref().is_some_and(|r| !r.is_match(&name)) {
+                continue;
+            }
+            if args.filters {
+                let f = inst.event_filter(&e).unwrap_or(None);
+                println!("{name} {}", f.as_deref().unwrap_or("none"));
+            } else {
+                println!("{name}");
+            }
+            if args.fields || args.full {
+                if let Ok(f) = fs.event_format(&e.system, &e.name) {
+                    print_fields(&f, args.full);
+                }
+            }
+        }
+    }
+    if args.systems || nothing {
+        if nothing {
+            println!("\nsystems:");
+        }
+        for s in fs.systems()? {
+            println!("{s}");
+        }
+    }
+    if args.tracers || nothing {
+        if nothing {
+            println!("\ntracers:");
+        }
+        println!("{}", fs.available_tracers()?.join(" "));
+    }
+    if args.options || nothing {
+        if nothing {
+            println!("\noptions:");
+        }
+        print!("{}", inst.read_string("trace_options")?);
+    }
+    if args.clocks {
+        print!("{}", inst.read_string("trace_clock")?);
+    }
+    Ok(())
 }

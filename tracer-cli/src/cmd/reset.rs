@@ -1,10 +1,85 @@
-//! `tracer-cli reset`.
+//! `tracer-cli reset`: turn all tracing off in the selected instances:
+//! events disabled, filters and pid filters cleared, stack options off, the
+//! nop tracer, the local clock, buffers cleared; `tracing_on` is left on as
+//! trace-cmd does. `-d` deletes the selected instances, `-b` resizes them.
+
+use super::stop::selected;
+use anyhow::{bail, Result};
+use tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli reset`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Reset this instance (repeatable); the top instance then only with -t.
+    #[arg(short = 'B', value_name = "INSTANCE")]
+    pub instances: Vec<String>,
+    /// Reset all instances; the top instance then only with -t.
+    #[arg(short = 'a')]
+    pub all: bool,
+    /// Reset the top instance too.
+    #[arg(short = 't')]
+    pub top: bool,
+    /// Delete the selected instances (never the top one).
+    #[arg(short = 'd')]
+    pub delete: bool,
+    /// Set the per-CPU buffer size (KiB) of the selected instances.
+    #[arg(short = 'b', value_name = "KB")]
+    pub buffer_kb: Option<u64>,
+}
+
+fn reset(fs: &Tracefs, inst: &Instance, buffer_kb: Option<u64>) -> Result<()> {
+    inst.set_tracing_on(false)?;
+    inst.disable_all_events()?;
+    for e in fs.all_events()? {
+        if inst.exists(&format!("events/{}/{}/filter", e.system, e.name))
+            && inst.event_filter(&e)?.is_some()
+        {
+            inst.set_event_filter(&e, None)?;
+        }
+    }
+    if inst.exists("set_event_pid") {
+        inst.set_event_pids(&[])?;
+    }
+    if inst.exists("set_event_notrace_pid") {
+        inst.write("set_event_notrace_pid", "")?;
+    }
+    if inst.exists("current_tracer") && inst.current_tracer()? != "nop" {
+        inst.set_current_tracer("nop")?;
+    }
+    for opt in [
+        "stacktrace",
+        "userstacktrace",
+        "userstacktrace_delay",
+        "event-fork",
+    ] {
+        if inst.has_option(opt) && inst.option(opt)? {
+            inst.set_option(opt, false)?;
+        }
+    }
+    if inst.trace_clock()?.0 != "local" {
+        inst.set_trace_clock("local")?;
+    }
+    if let Some(kb) = buffer_kb {
+        inst.set_buffer_size_kb(kb)?;
+    }
+    inst.clear_buffer()?;
+    inst.set_tracing_on(true)?;
+    Ok(())
+}
 
 /// Runs `tracer-cli reset`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("reset: not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    if args.delete && args.instances.is_empty() && !args.all {
+        bail!("reset -d deletes instances: give -B INSTANCE or -a");
+    }
+    let fs = Tracefs::open()?;
+    for inst in selected(&fs, &args.instances, args.all, args.top)? {
+        reset(&fs, &inst, args.buffer_kb)?;
+        if args.delete {
+            if let Some(name) = inst.name() {
+                fs.remove_instance(name)?;
+            }
+        }
+    }
+    Ok(())
 }

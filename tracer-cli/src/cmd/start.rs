@@ -1,10 +1,49 @@
-//! `tracer-cli start`.
+//! `tracer-cli start`: set tracing up the way `record` does and leave it
+//! running, without reading anything (read later with `extract` or `show`).
+
+use super::record::{pair_filters, setup, HeldChild, TraceOpts};
+use anyhow::Result;
 
 /// Arguments of `tracer-cli start`.
-#[derive(clap::Args)]
-pub struct Args {}
+#[derive(clap::Args, Debug)]
+#[command(trailing_var_arg = true)]
+pub struct Args {
+    #[command(flatten)]
+    pub trace: TraceOpts,
+    /// Return right after starting the command instead of waiting for it.
+    #[arg(long = "fork")]
+    pub fork: bool,
+    /// Command to run once tracing is on (start waits for it unless --fork).
+    #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
 
 /// Runs `tracer-cli start`.
-pub fn run(_args: Args) -> anyhow::Result<()> {
-    anyhow::bail!("start: not implemented yet")
+pub fn run(args: Args) -> Result<()> {
+    use clap::Args as _;
+    let pairs = pair_filters(
+        &args.trace,
+        "start",
+        Args::augment_args(clap::Command::new("start")),
+    )?;
+    let mut child = if args.command.is_empty() {
+        None
+    } else {
+        Some(HeldChild::spawn(&args.command)?)
+    };
+    let session = setup(
+        &args.trace,
+        &pairs,
+        child.as_ref().map(|c| c.pid.as_raw() as u32),
+    )?;
+    session.inst.set_tracing_on(true)?;
+    // start leaves its settings (and a created instance) in place.
+    session.guard.forget();
+    if let Some(c) = child.as_mut() {
+        c.release()?;
+        if !args.fork {
+            nix::sys::wait::waitpid(c.pid, None)?;
+        }
+    }
+    Ok(())
 }
