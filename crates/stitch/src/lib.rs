@@ -33,6 +33,7 @@ pub mod stitcher;
 pub mod symbols;
 pub mod testdata;
 pub mod trace;
+pub mod view;
 
 pub use crate::stitcher::{
     EventRef, Group, GroupKind, Input, Loss, StackId, Stacks, Status, Stitched, Stitcher,

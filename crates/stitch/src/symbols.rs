@@ -347,15 +347,26 @@ impl ElfSymbols {
 }
 
 fn collect_syms(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
-    let mut syms: Vec<(u64, u64, String)> = file
+    // Several names often share an address (`write`, `__write`,
+    // `__GI___libc_write`): prefer global names with fewer leading
+    // underscores. Symbol versions (`@@GLIBC_2.34`) are dropped.
+    let mut syms: Vec<(u64, (bool, usize, usize), u64, String)> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
-        .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
+        .filter_map(|s| {
+            let name = s.name().ok()?;
+            let name = name.split('@').next().unwrap_or(name);
+            let unders = name.len() - name.trim_start_matches('_').len();
+            let rank = (!s.is_global(), unders, name.len());
+            Some((s.address(), rank, s.size(), name.to_string()))
+        })
         .collect();
     syms.sort();
     syms.dedup_by_key(|s| s.0);
-    syms
+    syms.into_iter()
+        .map(|(a, _, size, n)| (a, size, n))
+        .collect()
 }
 
 fn debug_file(file: &object::File<'_>) -> Option<PathBuf> {
@@ -459,11 +470,16 @@ impl Symbolizer {
                 v
             }
         };
+        // The offset is reported for the address itself.
+        let offset = if symbol.is_some() {
+            sym_off + (addr - look)
+        } else {
+            0
+        };
         Frame {
             addr,
             symbol,
-            // The offset is reported for the address itself.
-            offset: sym_off + (addr - look),
+            offset,
             object: Some(path),
         }
     }

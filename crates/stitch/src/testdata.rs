@@ -422,3 +422,140 @@ impl TraceBuilder {
         res
     }
 }
+
+/// Where the demo maps libc in its processes.
+pub const DEMO_LIBC_BASE: u64 = 0x7f00_0000_0000;
+/// Where the demo maps its main program (a path that does not exist, so
+/// its frames stay unsymbolized).
+pub const DEMO_APP_BASE: u64 = 0x5555_5555_0000;
+/// The demo's libc path.
+pub const DEMO_LIBC: &str = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+
+/// Offsets from the load base of a few libc functions (`write`, `read`,
+/// `__libc_start_main`), read from the machine's libc, with their names.
+/// Empty when libc cannot be read.
+pub fn libc_functions() -> Vec<(String, u64)> {
+    use object::{Object, ObjectSegment, ObjectSymbol};
+    let Ok(data) = std::fs::read(DEMO_LIBC) else {
+        return Vec::new();
+    };
+    let Ok(f) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let base = f.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
+    let mut out = Vec::new();
+    for want in ["write", "read", "__libc_start_main"] {
+        if let Some(s) = f
+            .dynamic_symbols()
+            .find(|s| s.name() == Ok(want) && s.size() > 0x10)
+        {
+            out.push((want.to_string(), s.address() - base));
+        }
+    }
+    out
+}
+
+/// A small deterministic pseudo-random generator for the demo.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// A demo trace of `groups` deferred kernel entries spread over `ncpus`
+/// CPUs and a few tasks: each entry is a `sys_enter` with a kernel stack,
+/// 1-3 cookie events, a `sys_exit`, and its user stack (through libc), often
+/// on another CPU. Every 97th entry loses its stack to a drop on its CPU,
+/// and the last entry of each task is left pending. Roughly `groups * 7`
+/// records.
+pub fn demo(groups: usize, ncpus: u32) -> TraceBuilder {
+    let ncpus = ncpus.max(1);
+    let mut t = TraceBuilder::new(ncpus);
+    let tasks: [(i32, &str); 4] = [
+        (1201, "nginx"),
+        (1202, "nginx"),
+        (2300, "postgres"),
+        (3400, "cc1"),
+    ];
+    for &(pid, comm) in &tasks {
+        t.comm(pid, comm);
+        t.procmap(
+            pid as u32,
+            comm,
+            &[
+                (
+                    DEMO_APP_BASE,
+                    DEMO_APP_BASE + 0x10_0000,
+                    "/usr/sbin/demo-app",
+                ),
+                (DEMO_LIBC_BASE, DEMO_LIBC_BASE + 0x20_0000, DEMO_LIBC),
+            ],
+        );
+    }
+    let libc = libc_functions();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut ts = 1_000_000_000u64;
+    let mut counters = vec![1u32; ncpus as usize];
+    let mut last_of_task: Vec<Option<usize>> = vec![None; tasks.len()];
+    let kstack = [
+        0xffff_ffff_8120_0010u64,
+        0xffff_ffff_8130_0040,
+        0xffff_ffff_8110_0020,
+        0xffff_ffff_8150_0008,
+    ];
+    for i in 0..groups {
+        let ti = rng.below(tasks.len() as u64) as usize;
+        last_of_task[ti] = Some(i);
+        let (pid, _) = tasks[ti];
+        let cpu = rng.below(u64::from(ncpus)) as u32;
+        let c = &mut counters[cpu as usize];
+        *c += 2;
+        let cookie = u64::from(*c | 1) << 32 | u64::from(cpu + 1);
+        let nr = [0i64, 1, 3, 7][rng.below(4) as usize];
+        ts += 1_000 + rng.below(20_000);
+        t.sys_enter(cpu, ts, pid, nr);
+        t.kernel_stack(cpu, ts, pid, &kstack[..2 + rng.below(3) as usize]);
+        t.cookie(cpu, ts, pid, cookie);
+        let extra = rng.below(3);
+        for _ in 0..extra {
+            ts += 100 + rng.below(2_000);
+            t.sched_switch(cpu, ts, (pid, tasks[ti].1), (0, "swapper/0"));
+            t.cookie(cpu, ts, pid, cookie);
+        }
+        ts += 200 + rng.below(5_000);
+        t.sys_exit(cpu, ts, pid, nr, 0);
+        t.cookie(cpu, ts, pid, cookie);
+        if i % 97 == 96 {
+            t.lost(cpu, Some(1 + rng.below(50)));
+            continue;
+        }
+        if i + tasks.len() >= groups && last_of_task.iter().all(|l| l.is_some()) && i + 1 == groups
+        {
+            continue;
+        }
+        let scpu = if rng.below(4) == 0 {
+            rng.below(u64::from(ncpus)) as u32
+        } else {
+            cpu
+        };
+        ts += 50 + rng.below(500);
+        let mut stack = Vec::new();
+        if let Some((_, off)) = libc.get((nr as usize) % libc.len().max(1)) {
+            stack.push(DEMO_LIBC_BASE + off + 4);
+        }
+        stack.push(DEMO_APP_BASE + 0x1000 + rng.below(0x100) * 0x10);
+        stack.push(DEMO_APP_BASE + 0x2340);
+        if let Some((_, off)) = libc.iter().find(|l| l.0 == "__libc_start_main") {
+            stack.push(DEMO_LIBC_BASE + off + 0x80);
+        }
+        t.unwind_stack(scpu, ts, pid, cookie, &stack);
+    }
+    t
+}

@@ -1,6 +1,250 @@
-//! `tracer-cli report --stacks|--json|--folded`: events grouped by cookie.
+//! `tracer-cli report --stacks|--json|--folded`: events grouped by cookie,
+//! with their kernel stacks and the symbolized user stack.
+//!
+//! * `--stacks`: one text block per group: a header line (comm-pid,
+//!   cookie, status, time span, counts), the kernel events with their kernel
+//!   stacks, then the user stack.
+//! * `--json`: one JSON document with every group and the per-CPU drops.
+//! * `--folded`: collapsed stacks (`comm;user frames;kernel frames;event
+//!   count`), outermost frame first, for flame graphs.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use stitch::symbols::Frame;
+use stitch::trace::Index;
+use stitch::view::{self, GroupDetail};
+use stitch::{file, Status};
+use tracedata::TraceFile;
+
+/// Output shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Text blocks.
+    Text,
+    /// JSON.
+    Json,
+    /// Folded stacks.
+    Folded,
+}
 
 /// Prints the stitched view of a trace.dat file.
-pub fn run(_args: &super::report::Args) -> anyhow::Result<()> {
-    anyhow::bail!("report --stacks: not implemented yet")
+pub fn run(args: &super::report::Args) -> Result<()> {
+    let mode = if args.json {
+        Mode::Json
+    } else if args.folded {
+        Mode::Folded
+    } else {
+        Mode::Text
+    };
+    let f = TraceFile::open(&args.input)
+        .with_context(|| format!("cannot open {}", args.input.display()))?;
+    let out = render_file(&f, mode)?;
+    let stdout = std::io::stdout();
+    let mut lock = stdout.lock();
+    match lock.write_all(out.as_bytes()).and_then(|_| lock.flush()) {
+        // A closed pipe (`| head`) is not an error worth reporting.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.context("cannot write to stdout"),
+    }
+}
+
+/// Renders the stitched view of the top (or first) buffer of `f`.
+pub fn render_file(f: &TraceFile, mode: Mode) -> Result<String> {
+    let buf = file::buffer(f, None)?;
+    let idx = file::load(f, buf);
+    let mut sym = file::symbolizer(f);
+    let details: Vec<GroupDetail> = idx
+        .stitched
+        .groups
+        .iter()
+        .map(|g| {
+            view::detail(
+                &idx,
+                g,
+                |s| file::record(f, buf, &idx.events[s as usize]),
+                &mut sym,
+            )
+        })
+        .collect();
+    let mut out = match mode {
+        Mode::Text => text(&idx, &details),
+        Mode::Json => json(&idx, &details),
+        Mode::Folded => folded(&details),
+    };
+    if let Some(e) = &idx.error {
+        // The data read before the error is still shown; say it is partial.
+        eprintln!("tracer-cli: warning: trace data cut short: {e}");
+        if mode == Mode::Text {
+            out.push_str(&format!("# trace data cut short: {e}\n"));
+        }
+    }
+    Ok(out)
+}
+
+fn drops_text(idx: &Index) -> String {
+    let d = idx.stitched.drops_per_cpu();
+    if d.is_empty() {
+        return "none".to_string();
+    }
+    d.iter()
+        .map(|&(cpu, n, unknown)| {
+            if unknown {
+                format!("cpu{cpu}={n}+")
+            } else {
+                format!("cpu{cpu}={n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Text blocks, preceded by a summary comment.
+pub fn text(idx: &Index, details: &[GroupDetail]) -> String {
+    let mut counts = BTreeMap::new();
+    for d in details {
+        *counts.entry(d.status).or_insert(0usize) += 1;
+    }
+    let c = |s| counts.get(&s).copied().unwrap_or(0);
+    let mut out = format!(
+        "# {} events, {} groups: {} complete, {} pending, {} stack-lost, {} orphan-stack; drops: {}\n",
+        idx.events.len(),
+        details.len(),
+        c(Status::Complete),
+        c(Status::Pending),
+        c(Status::StackLost),
+        c(Status::OrphanStack),
+        drops_text(idx)
+    );
+    for d in details {
+        out.push('\n');
+        for l in d.lines() {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Escapes a string for JSON.
+fn js(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for ch in s.chars() {
+        match ch {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            '\n' => o.push_str("\\n"),
+            '\r' => o.push_str("\\r"),
+            '\t' => o.push_str("\\t"),
+            c if (c as u32) < 0x20 => o.push_str(&format!("\\u{:04x}", c as u32)),
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+fn frame_json(f: &Frame) -> String {
+    let opt = |v: &Option<String>| v.as_deref().map(js).unwrap_or_else(|| "null".into());
+    format!(
+        "{{\"addr\":\"{:#x}\",\"symbol\":{},\"offset\":{},\"object\":{}}}",
+        f.addr,
+        opt(&f.symbol),
+        f.offset,
+        opt(&f.object)
+    )
+}
+
+fn frames_json(fr: &[Frame]) -> String {
+    let v: Vec<String> = fr.iter().map(frame_json).collect();
+    format!("[{}]", v.join(","))
+}
+
+/// One JSON document: `{"events":N,"drops":[..],"groups":[..]}`.
+pub fn json(idx: &Index, details: &[GroupDetail]) -> String {
+    let drops: Vec<String> = idx
+        .stitched
+        .drops_per_cpu()
+        .iter()
+        .map(|&(cpu, n, unknown)| {
+            format!("{{\"cpu\":{cpu},\"count\":{n},\"unknown_count\":{unknown}}}")
+        })
+        .collect();
+    let mut groups = Vec::new();
+    for d in details {
+        let events: Vec<String> = d
+            .events
+            .iter()
+            .map(|e| {
+                format!(
+                    "{{\"seq\":{},\"cpu\":{},\"ts\":{},\"name\":{},\"info\":{},\"kernel_stack\":{}}}",
+                    e.seq,
+                    e.cpu,
+                    e.ts,
+                    js(&e.name),
+                    js(&e.info),
+                    frames_json(&e.kernel)
+                )
+            })
+            .collect();
+        let user = match d.user {
+            Some(u) => format!(
+                "{{\"cpu\":{},\"ts\":{},\"frames\":{}}}",
+                u.cpu,
+                u.ts,
+                frames_json(&d.user_frames)
+            ),
+            None => "null".into(),
+        };
+        groups.push(format!(
+            "{{\"pid\":{},\"comm\":{},\"kind\":\"{}\",\"cookie\":{},\"status\":\"{}\",\"first_ts\":{},\"last_ts\":{},\"loss_while_open\":{},\"cookie_events\":{},\"events\":[{}],\"user_stack\":{}}}",
+            d.pid,
+            js(&d.comm),
+            match d.kind {
+                stitch::GroupKind::Deferred => "deferred",
+                stitch::GroupKind::Sync => "sync",
+            },
+            d.cookie.map(|c| format!("\"{c:#x}\"")).unwrap_or_else(|| "null".into()),
+            d.status.name(),
+            d.first_ts,
+            d.last_ts,
+            d.loss_while_open,
+            d.cookie_events,
+            events.join(","),
+            user
+        ));
+    }
+    format!(
+        "{{\"events\":{},\"drops\":[{}],\"groups\":[\n{}\n]}}\n",
+        idx.events.len(),
+        drops.join(","),
+        groups.join(",\n")
+    )
+}
+
+/// Folded stacks: `comm;user (outermost first);kernel (outermost
+/// first);event count`, one line per distinct stack, sorted.
+pub fn folded(details: &[GroupDetail]) -> String {
+    let mut acc: BTreeMap<String, u64> = BTreeMap::new();
+    for d in details {
+        let user: Vec<String> = if d.user.is_some() {
+            d.user_frames.iter().rev().map(Frame::function).collect()
+        } else {
+            vec![format!("[{}]", d.status.name())]
+        };
+        for e in &d.events {
+            let mut parts = vec![d.comm.replace(';', "_")];
+            parts.extend(user.iter().cloned());
+            parts.extend(e.kernel.iter().rev().map(Frame::function));
+            parts.push(e.name.clone());
+            *acc.entry(parts.join(";")).or_default() += 1;
+        }
+    }
+    let mut out = String::new();
+    for (k, v) in acc {
+        out.push_str(&format!("{k} {v}\n"));
+    }
+    out
 }

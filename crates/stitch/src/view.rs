@@ -1,0 +1,248 @@
+//! Resolved, display-ready views of groups, shared by the report and the
+//! TUI: event names and field text, symbolized kernel and user stacks.
+
+use tracedata::Record;
+
+use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
+use crate::symbols::{Frame, Symbolizer};
+use crate::trace::{fields_text, Index};
+
+/// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
+pub fn fmt_ts(ts: u64) -> String {
+    format!("{}.{:06}", ts / 1_000_000_000, (ts % 1_000_000_000) / 1_000)
+}
+
+/// The cookie in hex, `-` for synchronous groups.
+pub fn fmt_cookie(g: &Group) -> String {
+    match g.cookie {
+        Some(c) => format!("{c:x}"),
+        None => "-".to_string(),
+    }
+}
+
+/// What a stack-less group is waiting for, in words.
+pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
+    match status {
+        Status::Complete => "",
+        Status::Pending => "pending: the trace ended before the task returned to user space",
+        Status::StackLost if loss_while_open => {
+            "stack lost: events were dropped before the stack arrived"
+        }
+        Status::StackLost => "stack lost: the task entered the kernel again without it",
+        Status::OrphanStack => "orphan stack: the events that requested it were lost",
+    }
+}
+
+/// One kernel event of a group, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventLine {
+    /// Seq in the index.
+    pub seq: u64,
+    /// CPU.
+    pub cpu: u32,
+    /// Timestamp.
+    pub ts: u64,
+    /// Event name.
+    pub name: String,
+    /// Field text.
+    pub info: String,
+    /// Symbolized kernel stack (empty if none).
+    pub kernel: Vec<Frame>,
+}
+
+/// A group, resolved for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupDetail {
+    /// Task.
+    pub pid: i32,
+    /// Command name.
+    pub comm: String,
+    /// Deferred or synchronous.
+    pub kind: GroupKind,
+    /// The cookie.
+    pub cookie: Option<u64>,
+    /// Status.
+    pub status: Status,
+    /// First timestamp.
+    pub first_ts: u64,
+    /// Last timestamp.
+    pub last_ts: u64,
+    /// Whether events were dropped while the group was open.
+    pub loss_while_open: bool,
+    /// Cookie events seen.
+    pub cookie_events: u32,
+    /// Kernel events.
+    pub events: Vec<EventLine>,
+    /// The user stack record, if any.
+    pub user: Option<UserStackRef>,
+    /// Its symbolized frames.
+    pub user_frames: Vec<Frame>,
+}
+
+/// Name and field text of event `seq`, given its record if it can be read.
+pub fn event_text(idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String) {
+    let name = idx.event_name(seq);
+    let info = match (idx.events.get(seq as usize), rec) {
+        (Some(e), Some(r)) => match idx.formats.get(&e.id) {
+            Some(f) => fields_text(f, r),
+            None => String::new(),
+        },
+        _ => String::new(),
+    };
+    (name, info)
+}
+
+/// Resolves group `g`: `rec` finds the record of an event seq, `sym`
+/// symbolizes (lazily, cached).
+pub fn detail<'r>(
+    idx: &Index,
+    g: &Group,
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    sym: &mut Symbolizer,
+) -> GroupDetail {
+    let events = g
+        .events
+        .iter()
+        .map(|e| {
+            let r = rec(e.seq);
+            let (name, info) = event_text(idx, e.seq, r.as_ref());
+            let kernel = e
+                .kernel_stack
+                .map(|k| {
+                    idx.stitched
+                        .stacks
+                        .get(k)
+                        .iter()
+                        .map(|&a| sym.kernel(a))
+                        .collect()
+                })
+                .unwrap_or_default();
+            EventLine {
+                seq: e.seq,
+                cpu: e.cpu,
+                ts: e.ts,
+                name,
+                info,
+                kernel,
+            }
+        })
+        .collect();
+    let user_frames = g
+        .user_stack
+        .map(|u| {
+            idx.stitched
+                .stacks
+                .get(u.stack)
+                .iter()
+                .enumerate()
+                .map(|(i, &a)| sym.user(g.pid, a, i > 0))
+                .collect()
+        })
+        .unwrap_or_default();
+    let comm = match idx.comms.get(g.pid) {
+        "<...>" => sym.maps().comm(g.pid).unwrap_or("<...>").to_string(),
+        c => c.to_string(),
+    };
+    GroupDetail {
+        pid: g.pid,
+        comm,
+        kind: g.kind,
+        cookie: g.cookie,
+        status: g.status,
+        first_ts: g.first_ts,
+        last_ts: g.last_ts,
+        loss_while_open: g.loss_while_open,
+        cookie_events: g.cookie_events,
+        events,
+        user: g.user_stack,
+        user_frames,
+    }
+}
+
+impl GroupDetail {
+    /// The header line: comm-pid, cookie, status, time span, counts.
+    pub fn header(&self) -> String {
+        let cookie = match self.cookie {
+            Some(c) => format!("cookie={c:x}"),
+            None => "sync".to_string(),
+        };
+        format!(
+            "{}-{} {} {} {}..{} events={} frames={}",
+            self.comm,
+            self.pid,
+            cookie,
+            self.status.name(),
+            fmt_ts(self.first_ts),
+            fmt_ts(self.last_ts),
+            self.events.len(),
+            self.user_frames.len()
+        )
+    }
+
+    /// The text block: header, events with kernel stacks, user stack.
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![self.header()];
+        for e in &self.events {
+            out.push(format!(
+                "  {} [{:03}] {}: {}",
+                fmt_ts(e.ts),
+                e.cpu,
+                e.name,
+                e.info
+            ));
+            for f in &e.kernel {
+                out.push(format!("      => {}", kframe(f)));
+            }
+        }
+        match self.user {
+            Some(u) => {
+                out.push(format!(
+                    "  {} [{:03}] <user stack>{}",
+                    fmt_ts(u.ts),
+                    u.cpu,
+                    if self.status == Status::OrphanStack {
+                        " (orphan: the events that requested it were lost)"
+                    } else {
+                        ""
+                    }
+                ));
+                if self.user_frames.is_empty() {
+                    out.push("      (empty)".to_string());
+                }
+                for f in &self.user_frames {
+                    out.push(format!("      => {}", uframe(f)));
+                }
+            }
+            None => out.push(format!(
+                "  <no user stack: {}>",
+                status_note(self.status, self.loss_while_open)
+            )),
+        }
+        out
+    }
+}
+
+/// `sym+off (addr)` or `addr` for a kernel frame, with `[module]`.
+pub fn kframe(f: &Frame) -> String {
+    let mut s = match &f.symbol {
+        Some(_) => format!("{} ({:x})", f.name(), f.addr),
+        None => format!("{:x}", f.addr),
+    };
+    if let Some(m) = &f.object {
+        s.push_str(&format!(" [{m}]"));
+    }
+    s
+}
+
+/// `sym+off (addr) object` for a user frame.
+pub fn uframe(f: &Frame) -> String {
+    let mut s = match &f.symbol {
+        Some(_) => format!("{} ({:x})", f.name(), f.addr),
+        None => format!("{:x}", f.addr),
+    };
+    if let Some(o) = &f.object {
+        s.push(' ');
+        s.push_str(o);
+    }
+    s
+}
