@@ -559,3 +559,52 @@ pub fn demo(groups: usize, ncpus: u32) -> TraceBuilder {
     }
     t
 }
+
+/// Cookie of the first group of [`fixture`].
+pub const FIXTURE_COOKIE_A: u64 = 0x3_0000_0001;
+/// Cookie of the second group of [`fixture`].
+pub const FIXTURE_COOKIE_B: u64 = 0x5_0000_0002;
+
+/// A small fixed trace on 2 CPUs with one group of each kind:
+/// pid 100 (`app`) makes a complete deferred group (cookie A: `sys_enter`
+/// with a kernel stack and `sys_exit` on CPU 0, stack on CPU 1 after a
+/// migration), pid 200 (`other`) loses its stack to 9 dropped events on
+/// CPU 1 (cookie B), then pid 100 has a stock-kernel `user_stack` event.
+/// User addresses are in `/nonexistent/app` (mapped at 0x5555_0000_0000),
+/// except the sync stack's first frame, in libc's `write` when libc is
+/// readable.
+pub fn fixture() -> TraceBuilder {
+    let mut t = TraceBuilder::new(2);
+    t.comm(100, "app").comm(200, "other");
+    t.procmap(
+        100,
+        "app",
+        &[
+            (0x5555_0000_0000, 0x5555_0001_0000, "/nonexistent/app"),
+            (DEMO_LIBC_BASE, DEMO_LIBC_BASE + 0x20_0000, DEMO_LIBC),
+        ],
+    );
+    t.sys_enter(0, 1_000, 100, 1);
+    t.kernel_stack(0, 1_000, 100, &[0xffffffff81200010, 0xffffffff81100020]);
+    t.cookie(0, 1_000, 100, FIXTURE_COOKIE_A);
+    t.sys_exit(0, 2_000, 100, 1, 5);
+    t.cookie(0, 2_000, 100, FIXTURE_COOKIE_A);
+    t.sys_enter(1, 1_500, 200, 0);
+    t.cookie(1, 1_500, 200, FIXTURE_COOKIE_B);
+    t.lost(1, Some(9));
+    t.unwind_stack(
+        1,
+        3_000,
+        100,
+        FIXTURE_COOKIE_A,
+        &[0x5555_0000_1234, 0x5555_0000_5678],
+    );
+    t.sys_enter(0, 4_000, 100, 3);
+    let write = libc_functions()
+        .iter()
+        .find(|f| f.0 == "write")
+        .map(|f| DEMO_LIBC_BASE + f.1 + 4)
+        .unwrap_or(0x5555_0000_0042);
+    t.user_stack(0, 4_000, 100, &[write]);
+    t
+}

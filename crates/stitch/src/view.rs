@@ -166,7 +166,7 @@ impl GroupDetail {
             Some(c) => format!("cookie={c:x}"),
             None => "sync".to_string(),
         };
-        format!(
+        let mut h = format!(
             "{}-{} {} {} {}..{} events={} frames={}",
             self.comm,
             self.pid,
@@ -176,7 +176,12 @@ impl GroupDetail {
             fmt_ts(self.last_ts),
             self.events.len(),
             self.user_frames.len()
-        )
+        );
+        if self.loss_while_open && self.status == Status::Complete {
+            // Some of its events may be missing.
+            h.push_str(" (drops while open)");
+        }
+        h
     }
 
     /// The text block: header, events with kernel stacks, user stack.

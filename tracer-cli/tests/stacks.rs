@@ -1,0 +1,141 @@
+//! `tracer-cli report --stacks|--folded|--json` on the synthetic fixture of
+//! `stitch::testdata` (no root needed).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tracer-cli-stacks-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    stitch::testdata::fixture().write(&p).unwrap();
+    p
+}
+
+fn report(args: &[&str], file: &PathBuf) -> (String, String, bool) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .arg("report")
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .output()
+        .unwrap();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.success(),
+    )
+}
+
+/// The sync group's single frame: libc `write+0x4` when libc is readable.
+fn sync_frame() -> (String, String) {
+    match stitch::testdata::libc_functions()
+        .iter()
+        .find(|f| f.0 == "write")
+    {
+        Some(w) => {
+            let a = stitch::testdata::DEMO_LIBC_BASE + w.1 + 4;
+            (
+                format!("write+0x4 ({a:x}) {}", stitch::testdata::DEMO_LIBC),
+                "write".to_string(),
+            )
+        }
+        None => ("555500000042 /nonexistent/app".into(), "[app]".into()),
+    }
+}
+
+#[test]
+fn stacks_text() {
+    let f = fixture("text.dat");
+    let (out, err, ok) = report(&["--stacks"], &f);
+    assert!(ok, "{err}");
+    let expected = format!(
+        "\
+# 10 events, 3 groups: 2 complete, 0 pending, 1 stack-lost, 0 orphan-stack; drops: cpu1=9
+
+app-100 cookie=300000001 complete 0.000001..0.000003 events=2 frames=2 (drops while open)
+  0.000001 [000] sys_enter: id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+      => __x64_sys_write+0x10 (ffffffff81200010)
+      => do_syscall_64+0x20 (ffffffff81100020)
+  0.000002 [000] sys_exit: id=1 ret=5
+  0.000003 [001] <user stack>
+      => 555500001234 /nonexistent/app
+      => 555500005678 /nonexistent/app
+
+other-200 cookie=500000002 stack-lost 0.000001..0.000001 events=1 frames=0
+  0.000001 [001] sys_enter: id=0 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+  <no user stack: stack lost: events were dropped before the stack arrived>
+
+app-100 sync complete 0.000004..0.000004 events=1 frames=1
+  0.000004 [000] sys_enter: id=3 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+  0.000004 [000] <user stack>
+      => {}
+",
+        sync_frame().0
+    );
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn stacks_folded() {
+    let f = fixture("folded.dat");
+    let (out, err, ok) = report(&["--folded"], &f);
+    assert!(ok, "{err}");
+    let mut want = vec![
+        "app;[app];[app];do_syscall_64;__x64_sys_write;sys_enter 1".to_string(),
+        "app;[app];[app];sys_exit 1".to_string(),
+        format!("app;{};sys_enter 1", sync_frame().1),
+        "other;[stack-lost];sys_enter 1".to_string(),
+    ];
+    want.sort();
+    assert_eq!(out.lines().collect::<Vec<_>>(), want);
+}
+
+#[test]
+fn stacks_json() {
+    let f = fixture("json.dat");
+    let (out, err, ok) = report(&["--json"], &f);
+    assert!(ok, "{err}");
+    assert!(out.starts_with(
+        "{\"events\":10,\"drops\":[{\"cpu\":1,\"count\":9,\"unknown_count\":false}],\"groups\":[\n"
+    ));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(lines[1].starts_with(
+        "{\"pid\":100,\"comm\":\"app\",\"kind\":\"deferred\",\"cookie\":\"0x300000001\",\"status\":\"complete\",\"first_ts\":1000,\"last_ts\":3000,\"loss_while_open\":true,\"cookie_events\":2,\"events\":[{\"seq\":0,\"cpu\":0,\"ts\":1000,\"name\":\"sys_enter\""
+    ));
+    assert!(lines[1].ends_with(
+        "\"user_stack\":{\"cpu\":1,\"ts\":3000,\"frames\":[{\"addr\":\"0x555500001234\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\"},{\"addr\":\"0x555500005678\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\"}]}},"
+    ));
+    assert!(lines[2].contains("\"status\":\"stack-lost\""));
+    assert!(lines[2].ends_with("\"user_stack\":null},"));
+    assert!(lines[3].contains("\"kind\":\"sync\",\"cookie\":null"));
+    assert_eq!(lines[4], "]}");
+}
+
+#[test]
+fn missing_file_is_one_line_error() {
+    let (out, err, ok) = report(&["--stacks"], &PathBuf::from("/nonexistent/trace.dat"));
+    assert!(!ok);
+    assert_eq!(out, "");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("tracer-cli: cannot open /nonexistent/trace.dat"),
+        "{err}"
+    );
+}
+
+#[test]
+fn corrupt_file_is_one_line_error_no_panic() {
+    let f = fixture("corrupt.dat");
+    let mut data = std::fs::read(&f).unwrap();
+    data.truncate(data.len() / 2);
+    let bad = f.with_file_name("truncated.dat");
+    std::fs::write(&bad, &data).unwrap();
+    let (_, err, ok) = report(&["--stacks"], &bad);
+    assert!(!err.contains("panicked"), "{err}");
+    if !ok {
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("tracer-cli: "), "{err}");
+    }
+}
