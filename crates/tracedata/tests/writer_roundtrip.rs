@@ -129,9 +129,11 @@ fn meta() -> TraceMeta {
 struct Setup {
     dir: PathBuf,
     buffers: Vec<BufferData>,
-    /// (buffer name, cpu) -> (page bytes, events)
-    expect: Vec<(String, u32, Vec<u8>, Vec<(u64, u64)>)>,
+    expect: Vec<Expected>,
 }
+
+/// Buffer name, CPU, its page bytes and its (ts, value) events.
+type Expected = (String, u32, Vec<u8>, Vec<(u64, u64)>);
 
 fn setup(tag: &str) -> Setup {
     let dir = std::env::temp_dir().join(format!("tracedata-rt-{tag}-{}", std::process::id()));
