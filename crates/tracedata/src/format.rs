@@ -4,9 +4,9 @@
 //! name: sched_switch
 //! ID: 316
 //! format:
-//! 	field:unsigned short common_type;	offset:0;	size:2;	signed:0;
-//! 	field:char prev_comm[16];	offset:8;	size:16;	signed:0;
-//! 	field:__data_loc char[] filename;	offset:8;	size:4;	signed:0;
+//!     field:unsigned short common_type;    offset:0;    size:2;    signed:0;
+//!     field:char prev_comm[16];    offset:8;    size:16;    signed:0;
+//!     field:__data_loc char[] filename;    offset:8;    size:4;    signed:0;
 //!
 //! print fmt: "prev_comm=%s ...", REC->prev_comm, ...
 //! ```
