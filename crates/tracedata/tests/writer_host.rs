@@ -1,7 +1,9 @@
 //! The trace.dat writer against the real kernel and Debian's trace-cmd.
 //!
 //! Both tests trace in a private instance of the host's tracefs (events
-//! only: sched_switch, write syscalls and trace_marker prints), remove it
+//! only: sched_switch, write syscalls and trace_marker prints, with the
+//! `stacktrace` and `userstacktrace` options adding kernel_stack and
+//! user_stack events), remove it
 //! afterwards, and judge our files with `trace-cmd report` (3.1.6), which
 //! must print no warning at all.
 //!
@@ -94,10 +96,15 @@ impl Instance {
         n
     }
 
-    /// Enables the events, writes `markers` into trace_marker with some
-    /// sleeps around them, and stops tracing.
-    fn generate(&self, markers: &[String]) {
-        self.write("buffer_size_kb", "1024");
+    /// Enables the events (with kernel and user stacks after each when
+    /// `stacks`), writes `markers` into trace_marker with some sleeps
+    /// around them, and stops tracing.
+    fn generate(&self, markers: &[String], stacks: bool) {
+        self.write("buffer_size_kb", "4096");
+        if stacks {
+            self.write("options/stacktrace", "1");
+            self.write("options/userstacktrace", "1");
+        }
         for e in [
             "sched/sched_switch",
             "syscalls/sys_enter_write",
@@ -266,7 +273,7 @@ fn same_pages_as_trace_cmd_extract() {
     let dir = scratch_dir("extract");
     let inst = Instance::create("wext");
     let marks = markers("ext", 200);
-    inst.generate(&marks);
+    inst.generate(&marks, true);
     // Everything from the instance first: trace-cmd extract removes it.
     let mut meta = host_meta(&inst);
     let stats: Vec<String> = (0..inst.cpus())
@@ -387,7 +394,7 @@ fn own_capture_counts_and_markers() {
     let dir = scratch_dir("capture");
     let inst = Instance::create("wcap");
     let marks = markers("cap", 300);
-    inst.generate(&marks);
+    inst.generate(&marks, true);
 
     // The kernel's count of events per CPU, then the pages, read the way
     // the recorder reads them (whole pages, non-blocking, until empty).
@@ -456,6 +463,16 @@ fn own_capture_counts_and_markers() {
             }
         }
         assert_eq!(per_cpu, entries, "{tag}: events per CPU");
+        // The stacktrace/userstacktrace options add these after each event.
+        for (needle, what) in [
+            ("kernel_stack:         <stack trace >", "kernel stacks"),
+            ("user_stack:           \t=> 0x", "user stacks"),
+        ] {
+            assert!(
+                text.matches(needle).count() >= marks.len(),
+                "{tag}: {what} missing"
+            );
+        }
         for m in &marks {
             let needle = format!("tracing_mark_write: {}", m.trim_end());
             assert_eq!(text.matches(&needle).count(), 1, "{tag}: marker {m:?}");
