@@ -1,0 +1,652 @@
+//! Host tests of `tracer-cli record` (and start/stop/extract) as root
+//! against the machine's real tracefs, each in a private instance, events
+//! only (this host refuses the function tracers).
+//!
+//! * a C test program's syscalls are all in the trace, counted by pid and
+//!   comm against what the program says it did, each with its kernel and
+//!   user stack, and its memory map is in PROCMAPS;
+//! * `trace-cmd report` on our file equals `tracer-cli report` byte for byte
+//!   (and trace-cmd prints no warning);
+//! * a `trace-cmd extract` file read by `tracer-cli report` equals
+//!   `trace-cmd report`;
+//! * forced drops: the lost-event counts in the file equal the kernel's
+//!   per-CPU overrun;
+//! * tracefs is restored afterwards, also after SIGINT/SIGTERM.
+//!
+//! Without root, tracefs, trace-cmd or cc they print `SKIP: <why>`; under
+//! CI=true that is a failure.
+
+mod common;
+
+use common::{build_c, diff, host, run_ok, snapshot, tracer_cli};
+use std::collections::HashMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tracedata::{Item, TraceFile};
+
+/// Test program: N1 getppid and N2 writes to /dev/null in the main thread,
+/// N3 getppid in a thread named `ustk_worker`; then it writes
+/// "<pid> <worker tid> <devnull fd>" to the file given as argv[1].
+const PROBE: &str = r#"
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static long worker_tid;
+static int n_thread;
+
+static void *worker(void *arg) {
+    (void)arg;
+    prctl(PR_SET_NAME, "ustk_worker");
+    worker_tid = syscall(SYS_gettid);
+    for (int i = 0; i < n_thread; i++)
+        syscall(SYS_getppid);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5)
+        return 2;
+    int n_main = atoi(argv[2]), n_write = atoi(argv[3]);
+    n_thread = atoi(argv[4]);
+    int fd = open("/dev/null", O_WRONLY);
+    for (int i = 0; i < n_main; i++)
+        syscall(SYS_getppid);
+    for (int i = 0; i < n_write; i++)
+        if (write(fd, "x", 1) != 1)
+            return 3;
+    pthread_t t;
+    pthread_create(&t, NULL, worker, NULL);
+    pthread_join(t, NULL);
+    usleep(300000); /* stay alive a moment so the recorder's maps snapshot is certain */
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%d %ld %d\n", getpid(), worker_tid, fd);
+    fclose(f);
+    return 0;
+}
+"#;
+
+/// Load program: one thread per CPU (pinned), each calling getppid in a
+/// loop for argv[1] milliseconds.
+const LOAD: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static long ms;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void *spin(void *arg) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(long)arg, &set);
+    sched_setaffinity(0, sizeof(set), &set);
+    double end = now() + ms;
+    while (now() < end)
+        for (int i = 0; i < 1000; i++)
+            syscall(SYS_getppid);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    ms = argc > 1 ? atol(argv[1]) : 500;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    pthread_t t[256];
+    for (long i = 0; i < n && i < 256; i++)
+        pthread_create(&t[i], NULL, spin, (void *)i);
+    for (long i = 0; i < n && i < 256; i++)
+        pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+fn inst_name(tag: &str) -> String {
+    format!("hostrec_{tag}_{}", std::process::id())
+}
+
+fn stdout_of(cmd: &mut Command) -> (String, String) {
+    let out = run_ok(cmd);
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `trace-cmd report` and `tracer-cli report` of `file` must be identical,
+/// and trace-cmd must not warn about anything.
+fn assert_reports_equal(file: &Path) -> String {
+    let (theirs, their_err) =
+        stdout_of(Command::new("trace-cmd").arg("report").arg("-i").arg(file));
+    assert_eq!(
+        their_err,
+        "",
+        "trace-cmd report warned on {}",
+        file.display()
+    );
+    let (ours, _) = stdout_of(tracer_cli().arg("report").arg("-i").arg(file));
+    if theirs != ours {
+        let line = theirs
+            .lines()
+            .zip(ours.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(theirs.lines().count().min(ours.lines().count()));
+        panic!(
+            "reports differ at line {} ({} vs {} lines):\ntrace-cmd: {:?}\ntracer-cli: {:?}",
+            line + 1,
+            theirs.lines().count(),
+            ours.lines().count(),
+            theirs.lines().nth(line),
+            ours.lines().nth(line)
+        );
+    }
+    theirs
+}
+
+#[derive(Default, Debug)]
+struct PerTask {
+    by_event: HashMap<String, u64>,
+    writes_to_fd: HashMap<u64, u64>,
+    kernel_stacks: u64,
+    user_stacks: u64,
+    other: u64,
+    first_user_frames: Vec<u64>,
+}
+
+#[test]
+fn record_counts_every_syscall_of_a_program_with_stacks() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let probe = build_c(dir.path(), "ustk_probe", PROBE);
+    let info = dir.path().join("info");
+    let out = dir.path().join("probe.dat");
+    let name = inst_name("probe");
+    let top_before = snapshot(&fs.top(), &[("sched", "sched_switch")]);
+    let (n_main, n_write, n_thread) = (1000u64, 300u64, 700u64);
+
+    run_ok(
+        tracer_cli()
+            .args([
+                "record",
+                "-q",
+                "-B",
+                &name,
+                "-e",
+                "sched:sched_switch",
+                "-e",
+                "syscalls",
+                "-F",
+                "-T",
+            ])
+            .args(["--user-stacks", "sync", "-b", "8192", "-o"])
+            .arg(&out)
+            .arg(&probe)
+            .arg(&info)
+            .args([
+                n_main.to_string(),
+                n_write.to_string(),
+                n_thread.to_string(),
+            ]),
+    );
+    assert!(
+        fs.instance(&name).is_err(),
+        "the instance created by record was not removed"
+    );
+    assert_eq!(
+        diff(
+            &top_before,
+            &snapshot(&fs.top(), &[("sched", "sched_switch")])
+        ),
+        ""
+    );
+
+    let text = std::fs::read_to_string(&info).unwrap();
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|s| s.parse().unwrap())
+        .collect();
+    let (pid, worker, devnull) = (v[0], v[1], v[2]);
+
+    let tf = TraceFile::open(&out).unwrap();
+    let buf = tf
+        .buffer(&name)
+        .expect("the instance buffer is in the file");
+    let f = tf.formats();
+    let mut tasks: HashMap<u64, PerTask> = HashMap::new();
+    let mut lost = 0;
+    for item in tf.records(buf) {
+        let r = match item.unwrap() {
+            Item::Event(r) => r,
+            Item::Lost { .. } => {
+                lost += 1;
+                continue;
+            }
+        };
+        let tid = r.common_pid().unwrap() as u64;
+        if tid != pid && tid != worker {
+            continue;
+        }
+        let fmt = f.of(&r).expect("every event has a format");
+        let t = tasks.entry(tid).or_default();
+        match (fmt.system.as_str(), fmt.name.as_str()) {
+            ("ftrace", "kernel_stack") => t.kernel_stacks += 1,
+            ("ftrace", "user_stack") => {
+                t.user_stacks += 1;
+                assert_eq!(r.u64_field(fmt, "tgid").unwrap(), pid, "user_stack tgid");
+                let frames = r.u64_array_field(fmt, "caller").unwrap();
+                t.first_user_frames.push(frames[0]);
+            }
+            (_, name) => {
+                t.other += 1;
+                *t.by_event.entry(name.to_string()).or_default() += 1;
+                if name == "sys_enter_write" {
+                    *t.writes_to_fd
+                        .entry(r.u64_field(fmt, "fd").unwrap())
+                        .or_default() += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(lost, 0, "events were lost with an 8 MiB buffer");
+    let main = &tasks[&pid];
+    let thr = &tasks[&worker];
+    assert_eq!(main.by_event.get("sys_enter_getppid"), Some(&n_main));
+    assert_eq!(main.by_event.get("sys_exit_getppid"), Some(&n_main));
+    assert_eq!(main.writes_to_fd.get(&devnull), Some(&n_write));
+    assert_eq!(
+        main.by_event.get("sys_exit_write").copied().unwrap_or(0),
+        main.writes_to_fd.values().sum::<u64>()
+    );
+    assert_eq!(thr.by_event.get("sys_enter_getppid"), Some(&n_thread));
+    assert_eq!(thr.by_event.get("sys_exit_getppid"), Some(&n_thread));
+    assert!(
+        thr.by_event.contains_key("sched_switch") || main.by_event.contains_key("sched_switch")
+    );
+    // -T and --user-stacks sync: every event of the program is followed by
+    // one kernel stack and one user stack.
+    for (who, t) in [("main", main), ("worker", thr)] {
+        assert_eq!(t.kernel_stacks, t.other, "{who}: kernel stacks vs events");
+        assert_eq!(t.user_stacks, t.other, "{who}: user stacks vs events");
+    }
+
+    // PROCMAPS has the program's map, and the innermost user frame of the
+    // worker's getppid calls lies in a mapped file.
+    let maps = tf.procmaps().expect("PROCMAPS option present");
+    let mut lines = maps.lines();
+    let mut ranges = Vec::new();
+    let mut found = false;
+    while let Some(h) = lines.next() {
+        let mut it = h.split_whitespace();
+        let (Some(p), Some(n)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let (p, n) = (
+            u64::from_str_radix(p, 16).unwrap(),
+            usize::from_str_radix(n, 16).unwrap(),
+        );
+        for _ in 0..n {
+            let l = lines.next().unwrap();
+            if p == pid {
+                let mut f = l.split_whitespace();
+                let s = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
+                let e = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
+                ranges.push((s, e, f.next().unwrap().to_string()));
+            }
+        }
+        found |= p == pid;
+    }
+    assert!(found, "no PROCMAPS entry for pid {pid}:\n{maps}");
+    assert!(
+        ranges.iter().any(|(_, _, p)| p == probe.to_str().unwrap()),
+        "{ranges:?}"
+    );
+    let in_map = thr
+        .first_user_frames
+        .iter()
+        .filter(|&&a| ranges.iter().any(|(s, e, _)| (*s..*e).contains(&a)))
+        .count();
+    assert!(
+        in_map * 10 >= thr.first_user_frames.len() * 9,
+        "{in_map} of {} worker user frames are in the process map",
+        thr.first_user_frames.len()
+    );
+
+    // Same text as trace-cmd, which counts the same by comm-pid.
+    let report = assert_reports_equal(&out);
+    let count = |comm: &str, tid: u64, ev: &str| {
+        report
+            .lines()
+            .filter(|l| l.contains(&format!("{comm}-{tid} ")) && l.contains(&format!(" {ev}:")))
+            .count() as u64
+    };
+    assert_eq!(count("ustk_worker", worker, "sys_enter_getppid"), n_thread);
+    assert_eq!(count("ustk_probe", pid, "sys_enter_getppid"), n_main);
+    assert_eq!(count("ustk_probe", pid, "sys_exit_getppid"), n_main);
+}
+
+#[test]
+fn record_writes_version_6_and_uncompressed_7_that_trace_cmd_reads() {
+    let Some(_fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (i, extra) in [["--file-version", "6"], ["--compression", "none"]]
+        .iter()
+        .enumerate()
+    {
+        let out = dir.path().join(format!("v{i}.dat"));
+        run_ok(
+            tracer_cli()
+                .args([
+                    "record",
+                    "-q",
+                    "-B",
+                    &inst_name(&format!("ver{i}")),
+                    "-e",
+                    "sched:sched_switch",
+                ])
+                .args(["-e", "syscalls:sys_enter_getppid", "-o"])
+                .arg(&out)
+                .args(extra)
+                .args(["--", "sh", "-c", "sleep 0.1"]),
+        );
+        let tf = TraceFile::open(&out).unwrap();
+        assert_eq!(tf.version(), if i == 0 { 6 } else { 7 });
+        assert_reports_equal(&out);
+    }
+}
+
+#[test]
+fn trace_cmd_extract_file_reports_the_same_in_tracer_cli() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = inst_name("extract");
+    run_ok(tracer_cli().args([
+        "start",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_switch",
+        "-e",
+        "syscalls:sys_enter_getppid",
+        "-T",
+        "--user-stacks",
+        "sync",
+    ]));
+    let inst = fs.instance(&name).expect("start created the instance");
+    assert!(inst.tracing_on().unwrap());
+    run_ok(Command::new("sh").args(["-c", "for i in 1 2 3; do sleep 0.05; done"]));
+    run_ok(tracer_cli().args(["stop", "-B", &name]));
+    assert!(!inst.tracing_on().unwrap());
+    let theirs = dir.path().join("theirs.dat");
+    run_ok(
+        Command::new("trace-cmd")
+            .args(["extract", "-B", &name, "-o"])
+            .arg(&theirs),
+    );
+    let text = assert_reports_equal(&theirs);
+    assert!(text.contains("sched_switch:"), "nothing recorded:\n{text}");
+    // trace-cmd extract -B removes the instance itself; reset it otherwise.
+    if fs.instance(&name).is_ok() {
+        run_ok(tracer_cli().args(["reset", "-B", &name, "-d"]));
+    }
+    assert!(fs.instance(&name).is_err());
+}
+
+#[test]
+fn our_extract_after_start_stop_matches_trace_cmd_report() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = inst_name("ourextract");
+    run_ok(tracer_cli().args(["start", "-B", &name, "-e", "sched:sched_switch", "-T"]));
+    std::thread::sleep(Duration::from_millis(200));
+    run_ok(tracer_cli().args(["stop", "-B", &name]));
+    let ours = dir.path().join("ours.dat");
+    run_ok(
+        tracer_cli()
+            .args(["extract", "-q", "-B", &name, "-o"])
+            .arg(&ours),
+    );
+    let text = assert_reports_equal(&ours);
+    assert!(text.contains("kernel_stack:"), "no kernel stacks:\n{text}");
+    // extract consumed the buffer.
+    let inst = fs.instance(&name).unwrap();
+    for cpu in inst.cpus().unwrap() {
+        assert_eq!(inst.cpu_stats(cpu).unwrap().entries, Some(0));
+    }
+    run_ok(tracer_cli().args(["reset", "-B", &name, "-d"]));
+}
+
+#[test]
+fn forced_drops_agree_with_kernel_stats() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let load = build_c(dir.path(), "ustk_load", LOAD);
+    let out = dir.path().join("drops.dat");
+    let name = inst_name("drops");
+    // sys_exit_getppid records are 28 bytes: a full page leaves room for the
+    // stored lost count, so every loss has a number.
+    run_ok(
+        tracer_cli()
+            .args([
+                "record",
+                "-q",
+                "-B",
+                &name,
+                "-e",
+                "syscalls:sys_exit_getppid",
+                "-F",
+                "-b",
+                "4",
+                "-o",
+            ])
+            .arg(&out)
+            .arg(&load)
+            .arg("400"),
+    );
+    let _ = fs;
+    let tf = TraceFile::open(&out).unwrap();
+    let buf = tf.buffer(&name).unwrap();
+    let mut lost: HashMap<u32, u64> = HashMap::new();
+    let mut unknown = 0;
+    let mut events: HashMap<u32, u64> = HashMap::new();
+    for item in tf.records(buf) {
+        match item.unwrap() {
+            Item::Lost {
+                cpu,
+                count: Some(n),
+                ..
+            } => *lost.entry(cpu).or_default() += n,
+            Item::Lost { count: None, .. } => unknown += 1,
+            Item::Event(r) => *events.entry(r.cpu).or_default() += 1,
+        }
+    }
+    // CPUSTAT texts start with "CPU: N"; instance buffers are announced by
+    // a "Buffer: NAME" text first, as trace-cmd writes them.
+    let stats: Vec<(u32, String)> = tf
+        .cpustats()
+        .into_iter()
+        .filter_map(|t| {
+            let cpu = t
+                .lines()
+                .find_map(|l| l.strip_prefix("CPU: "))?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((cpu, t))
+        })
+        .collect();
+    assert_eq!(stats.len() as u32, tf.cpu_count());
+    let mut total_overrun = 0;
+    for (cpu, text) in &stats {
+        let cpu = *cpu;
+        let s = tracefs::CpuStats::parse(cpu, text);
+        let overrun = s.overrun.unwrap();
+        total_overrun += overrun;
+        assert_eq!(
+            lost.get(&cpu).copied().unwrap_or(0),
+            overrun,
+            "CPU{cpu}: lost counts in the pages vs CPUSTAT overrun ({unknown} unknown)\n{text}"
+        );
+        // Everything the kernel did not lose was read, and is in the file.
+        assert_eq!(s.entries, Some(0), "CPU{cpu} not drained");
+        assert_eq!(
+            s.read_events.unwrap(),
+            events.get(&cpu).copied().unwrap_or(0),
+            "CPU{cpu} events"
+        );
+    }
+    assert_eq!(unknown, 0);
+    assert!(
+        total_overrun > 0,
+        "the load did not overflow a 4 KiB buffer"
+    );
+    // The report prints the same drops.
+    let report = assert_reports_equal(&out);
+    let reported: u64 = report
+        .lines()
+        .filter_map(|l| {
+            l.split_once(" [")?
+                .1
+                .strip_suffix(" EVENTS DROPPED]")?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert_eq!(reported, total_overrun);
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A record without a command, stopped by a signal: it must exit 0, write a
+/// readable file, and leave the (pre-existing) instance as it was.
+fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = inst_name(tag);
+    let owned = fs.create_instance(&name).unwrap();
+    let inst: &tracefs::Instance = &owned;
+    // Settings different from what record will use.
+    inst.set_buffer_size_kb(256).unwrap();
+    inst.set_trace_clock("global").unwrap();
+    inst.set_option("stacktrace", true).unwrap();
+    inst.set_tracing_on(false).unwrap();
+    let sw = tracefs::EventId {
+        system: "sched".into(),
+        name: "sched_wakeup".into(),
+    };
+    inst.set_event_enabled(&sw, true).unwrap();
+    let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
+    let before = snapshot(inst, &events);
+    let top_before = snapshot(&fs.top(), &events);
+
+    let out = dir.path().join("sig.dat");
+    let child = tracer_cli()
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "sched:sched_switch",
+            "-f",
+            "prev_pid != 0",
+        ])
+        .args(["--user-stacks", "sync", "-b", "64", "-C", "mono", "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("record to start", || {
+        inst.tracing_on().unwrap_or(false)
+            && inst.trace_clock().map(|c| c.0 == "mono").unwrap_or(false)
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    let st = child.wait_with_output().unwrap();
+    assert!(
+        st.status.success(),
+        "record after {sig:?}: {}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(
+        diff(&before, &snapshot(inst, &events)),
+        "",
+        "instance not restored after {sig:?}"
+    );
+    assert_eq!(
+        diff(&top_before, &snapshot(&fs.top(), &events)),
+        "",
+        "top not restored after {sig:?}"
+    );
+    let text = assert_reports_equal(&out);
+    assert!(text.contains("sched_switch:"));
+    assert!(
+        !text.contains("sched_wakeup:"),
+        "events enabled before record leaked into it"
+    );
+    owned.remove().unwrap();
+}
+
+#[test]
+fn sigint_stops_record_cleanly_and_restores() {
+    stopped_by(nix::sys::signal::Signal::SIGINT, "sigint");
+}
+
+#[test]
+fn sigterm_stops_record_cleanly_and_restores() {
+    stopped_by(nix::sys::signal::Signal::SIGTERM, "sigterm");
+}
+
+#[test]
+fn deferred_user_stacks_need_the_patched_kernel() {
+    let Some(fs) = host(false) else { return };
+    let has = fs.top().has_option("userstacktrace_delay");
+    let name = inst_name("deferred");
+    let out = tracer_cli()
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "sched:sched_switch",
+            "--user-stacks",
+            "deferred",
+        ])
+        .args(["-o", "/dev/null", "--", "true"])
+        .output()
+        .unwrap();
+    if has {
+        eprintln!("this kernel has userstacktrace_delay; only checking that record works");
+        assert!(out.status.success());
+    } else {
+        assert!(!out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "tracer-cli: this kernel has no userstacktrace_delay option (deferred user stacks need the ustack kernel patches)\n"
+        );
+    }
+    assert!(fs.instance(&name).is_err(), "instance left behind");
+}
