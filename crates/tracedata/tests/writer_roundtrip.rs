@@ -337,6 +337,28 @@ fn trace_cmd_report_reads_every_event() {
             out.status
         );
         let text = String::from_utf8(out.stdout).unwrap();
+        // trace-cmd dump walks every section and option by size.
+        let dump = Command::new("trace-cmd")
+            .args(["dump", "--all", "-i"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let dump_err = String::from_utf8_lossy(&dump.stderr);
+        assert!(
+            dump.status.success() && dump_err.is_empty(),
+            "{tag}: dump {:?}: {dump_err}",
+            dump.status
+        );
+        let dump_out = String::from_utf8_lossy(&dump.stdout);
+        if version == FileVersion::V7 {
+            for s in ["\"headers\"", "\"buffer flyrecord inst\"", "\"strings\""] {
+                assert!(dump_out.contains(s), "{tag}: dump lacks {s}:\n{dump_out}");
+            }
+        }
+        assert!(
+            dump_out.contains("1092 1 sampler"),
+            "{tag}: dump lacks PROCMAPS"
+        );
         for (name, cpu, _, events) in &s.expect {
             let prefix = if name.is_empty() {
                 String::new()
@@ -412,6 +434,37 @@ fn unreadable_cpu_file_is_a_one_line_error_and_no_file() {
         assert!(!msg.contains('\n'), "{tag}: {msg}");
         assert!(msg.contains(&s.dir.display().to_string()), "{tag}: {msg}");
         assert!(!Path::new(&out).exists(), "{tag}: partial file left behind");
+    }
+    fs::remove_dir_all(&s.dir).unwrap();
+}
+
+#[test]
+fn file_without_trace_data_reads_cleanly() {
+    let s = setup("nodata");
+    let have_trace_cmd = trace_cmd_available();
+    for (version, compression, tag) in ALL_FORMATS {
+        let path = s.dir.join(format!("{tag}.dat"));
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        let sum = write_trace_dat(&path, &meta(), &[], &opts).unwrap();
+        assert!(sum.buffers.is_empty());
+        let t = TraceFile::open(&path).unwrap_or_else(|e| panic!("{tag}: {e}"));
+        assert_eq!(t.cpu_count(), 3);
+        let events: usize = t.buffers().iter().map(|b| t.records(b).count()).sum();
+        assert_eq!(events, 0, "{tag}");
+        if have_trace_cmd {
+            let out = Command::new("trace-cmd")
+                .arg("report")
+                .arg("-i")
+                .arg(&path)
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success() && stderr.is_empty(), "{tag}: {stderr}");
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "cpus=3\n", "{tag}");
+        }
     }
     fs::remove_dir_all(&s.dir).unwrap();
 }
