@@ -23,6 +23,8 @@ const PIPE_PAGES: usize = 64;
 /// Upper bound of partial-page reads in one flush (protects against a
 /// writer that never stops when tracing was left on).
 const MAX_FLUSH_READS: u64 = 1 << 16;
+/// Upper bound of the bytes spliced in one flush, for the same reason.
+const MAX_FLUSH_SPLICE: u64 = 1 << 32;
 
 /// What a flush moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -158,7 +160,7 @@ impl CpuReader {
     /// not keep filling. Each page is written whole (`page_size` bytes).
     pub fn flush_into(&mut self, out: &mut File) -> Result<DrainStats> {
         let mut st = DrainStats::default();
-        loop {
+        while st.bytes < MAX_FLUSH_SPLICE {
             let n = self.splice_into(out, u64::MAX)?;
             if n == 0 {
                 break;

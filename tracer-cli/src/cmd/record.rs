@@ -118,10 +118,20 @@ pub(crate) fn pair_filters(
     subcommand: &str,
     cmd: clap::Command,
 ) -> Result<Vec<(String, Option<String>)>> {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    pair_filters_in(opts, &argv, subcommand, cmd)
+}
+
+/// [`pair_filters`] on a given command line (`argv[0]` is the program).
+pub(crate) fn pair_filters_in(
+    opts: &TraceOpts,
+    argv: &[std::ffi::OsString],
+    subcommand: &str,
+    cmd: clap::Command,
+) -> Result<Vec<(String, Option<String>)>> {
     if opts.filters.is_empty() {
         return Ok(opts.events.iter().map(|e| (e.clone(), None)).collect());
     }
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let pos = argv
         .iter()
         .skip(1)
@@ -574,6 +584,45 @@ struct ReaderResult {
     flushed: tracefs::DrainStats,
 }
 
+/// The reader threads. Dropping them (on an error path) turns tracing off
+/// and joins them, so no trace_pipe_raw stays open when the guard removes
+/// an instance.
+struct Readers {
+    inst: Instance,
+    flush: Arc<AtomicBool>,
+    threads: Vec<std::thread::JoinHandle<tracefs::Result<ReaderResult>>>,
+}
+
+impl Readers {
+    /// Turns tracing off, lets every thread drain its CPU and joins them.
+    fn finish(&mut self) -> (Vec<ReaderResult>, Option<anyhow::Error>) {
+        let mut first_err: Option<anyhow::Error> =
+            self.inst.set_tracing_on(false).err().map(Into::into);
+        self.flush.store(true, Ordering::SeqCst);
+        let mut results = Vec::new();
+        for t in self.threads.drain(..) {
+            match t.join() {
+                Ok(Ok(r)) => results.push(r),
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e.into());
+                }
+                Err(_) => {
+                    first_err.get_or_insert(anyhow::anyhow!("a reader thread panicked"));
+                }
+            }
+        }
+        (results, first_err)
+    }
+}
+
+impl Drop for Readers {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            let _ = self.finish();
+        }
+    }
+}
+
 fn reader_thread(
     mut reader: tracefs::CpuReader,
     mut out: File,
@@ -666,13 +715,16 @@ pub fn run(args: Args) -> Result<()> {
 
     let cpus = inst.cpus()?;
     let (temps, files) = TempFiles::create(&args.output, &cpus)?;
-    let flush = Arc::new(AtomicBool::new(false));
     let counters: Vec<Arc<AtomicU64>> = cpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let mut threads = Vec::new();
+    let mut readers = Readers {
+        inst: inst.clone(),
+        flush: Arc::new(AtomicBool::new(false)),
+        threads: Vec::new(),
+    };
     for ((&cpu, file), ctr) in cpus.iter().zip(files).zip(&counters) {
         let reader = inst.cpu_reader(cpu)?;
-        let (flush, ctr) = (flush.clone(), ctr.clone());
-        threads.push(
+        let (flush, ctr) = (readers.flush.clone(), ctr.clone());
+        readers.threads.push(
             std::thread::Builder::new()
                 .name(format!("record-cpu{cpu}"))
                 .spawn(move || reader_thread(reader, file, flush, ctr))
@@ -709,7 +761,7 @@ pub fn run(args: Args) -> Result<()> {
                 break;
             }
         }
-        if threads.iter().any(|t| t.is_finished()) {
+        if readers.threads.iter().any(|t| t.is_finished()) {
             break; // a reader failed; its error is reported below
         }
         if show && tick % 10 == 0 {
@@ -720,21 +772,7 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     // Stop writing, then let every reader drain its CPU completely.
-    inst.set_tracing_on(false)?;
-    flush.store(true, Ordering::SeqCst);
-    let mut results = Vec::new();
-    let mut first_err = None;
-    for t in threads {
-        match t.join() {
-            Ok(Ok(r)) => results.push(r),
-            Ok(Err(e)) => {
-                first_err.get_or_insert(anyhow::Error::from(e));
-            }
-            Err(_) => {
-                first_err.get_or_insert(anyhow::anyhow!("a reader thread panicked"));
-            }
-        }
-    }
+    let (results, first_err) = readers.finish();
     if show {
         progress.show(inst, &cpus, &counters, start.elapsed());
     }
@@ -780,4 +818,90 @@ pub fn run(args: Args) -> Result<()> {
     session.guard.restore()?;
     signals::set_restorer(None);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Args as _;
+
+    fn parse(args: &[&str]) -> Result<Vec<(String, Option<String>)>> {
+        let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        let m = Args::augment_args(clap::Command::new("record"))
+            .no_binary_name(true)
+            .try_get_matches_from(&argv[2..])
+            .unwrap();
+        let a = <Args as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
+        pair_filters_in(
+            &a.trace,
+            &argv,
+            "record",
+            Args::augment_args(clap::Command::new("record")),
+        )
+    }
+
+    #[test]
+    fn filters_go_to_the_preceding_event() {
+        let got = parse(&[
+            "tracer-cli",
+            "record",
+            "-e",
+            "sched:sched_switch",
+            "-T",
+            "-e",
+            "syscalls",
+            "-f",
+            "common_pid == 1",
+            "-e",
+            "irq",
+            "-f",
+            "irq > 3",
+            "-f",
+            "irq < 9",
+            "--",
+            "ls",
+            "-e",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("sched:sched_switch".to_string(), None),
+                ("syscalls".to_string(), Some("common_pid == 1".to_string())),
+                (
+                    "irq".to_string(),
+                    Some("(irq > 3) && (irq < 9)".to_string())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_filter_before_any_event_is_an_error() {
+        let err = parse(&["tracer-cli", "record", "-f", "x == 1", "-e", "sched"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "-f x == 1: a filter must follow the -e it applies to"
+        );
+    }
+
+    #[test]
+    fn write_options_follow_the_flags() {
+        let o = write_options(7, None).unwrap();
+        assert_eq!(
+            (o.version, o.compression),
+            (FileVersion::V7, Compression::Zstd)
+        );
+        let o = write_options(7, Some("none")).unwrap();
+        assert_eq!(o.compression, Compression::None);
+        let o = write_options(6, None).unwrap();
+        assert_eq!(
+            (o.version, o.compression),
+            (FileVersion::V6, Compression::None)
+        );
+        assert!(write_options(6, Some("zstd")).is_err());
+        assert!(write_options(7, Some("lz4")).is_err());
+        assert!(write_options(5, None).is_err());
+    }
 }
