@@ -1,1 +1,142 @@
-//! TODO
+//! Interactive terminal browser of stitched traces (`tracer-cli tui`).
+//!
+//! Built on ratatui and crossterm, in the usual shape:
+//!
+//! * [`app::App`] is the whole state, plain data: the trace index (24
+//!   bytes per event, built in one pass by `stitch`), the visible groups
+//!   and events after filtering and sorting, selections, prompt, message.
+//! * [`keys`] maps terminal input to [`app::Msg`]; [`app::App::update`]
+//!   applies it. [`app::App::refresh`] then fills the only caches: the field
+//!   text of the rows on screen and the symbolized detail of the selected
+//!   group, read lazily through a [`source::Source`].
+//! * [`ui::render`] draws the state; it reads nothing else, so tests render
+//!   into ratatui's `TestBackend` and compare the screen text.
+//!
+//! Lists are virtualized: only the rows on screen are built, so a file of
+//! a million events opens as fast as it can be indexed.
+
+pub mod app;
+pub mod keys;
+pub mod source;
+pub mod ui;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+use crossterm::terminal::{
+    disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
+};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+
+use crate::app::App;
+use crate::source::FileSource;
+
+/// Error of the TUI: what failed and why.
+#[derive(Debug)]
+pub struct Error(String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Options of [`run`].
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The trace.dat file.
+    pub input: PathBuf,
+    /// Buffer (instance) name; `None` for the top buffer.
+    pub buffer: Option<String>,
+    /// Also read `/proc/PID/maps` of live processes for symbols.
+    pub live_maps: bool,
+}
+
+/// Opens a trace file and builds the initial state for a terminal of
+/// `size`.
+pub fn open(
+    path: &Path,
+    buffer: Option<&str>,
+    size: (u16, u16),
+) -> Result<(App, FileSource), Error> {
+    let file = tracedata::TraceFile::open(path).map_err(|e| Error(e.to_string()))?;
+    let bi = {
+        let b = stitch::file::buffer(&file, buffer).map_err(|e| Error(e.to_string()))?;
+        file.buffers()
+            .iter()
+            .position(|x| std::ptr::eq(x, b))
+            .unwrap_or(0)
+    };
+    let ncpus = file.cpu_count();
+    let src = FileSource::new(file, bi);
+    let idx = src.load();
+    let title = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let mut app = App::new(idx, &title, ncpus, size);
+    if let Some(e) = &app.idx.error {
+        app.message = format!("trace data cut short: {e}");
+    }
+    Ok((app, src))
+}
+
+fn restore() {
+    let _ = disable_raw_mode();
+    let _ = execute!(io::stdout(), LeaveAlternateScreen, DisableMouseCapture);
+}
+
+/// Runs the TUI on a terminal until the user quits.
+pub fn run(opts: &Options) -> Result<(), Error> {
+    let io_err = |what: &str| {
+        let what = what.to_string();
+        move |e: io::Error| Error(format!("{what}: {e}"))
+    };
+    let (w, h) = crossterm::terminal::size().map_err(io_err("cannot get the terminal size"))?;
+    let (mut app, src) = open(&opts.input, opts.buffer.as_deref(), (w, h))?;
+    let mut src = if opts.live_maps {
+        src.with_live_maps()
+    } else {
+        src
+    };
+    enable_raw_mode().map_err(io_err("cannot set the terminal to raw mode"))?;
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        prev(info);
+    }));
+    let res = (|| {
+        execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)
+            .map_err(io_err("cannot set up the terminal"))?;
+        let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))
+            .map_err(io_err("cannot set up the terminal"))?;
+        app.refresh(&mut src);
+        loop {
+            term.draw(|f| ui::render(f, &app))
+                .map_err(io_err("cannot draw"))?;
+            // Block for the first event, then drain what is queued so a
+            // fast key repeat or wheel does not lag behind.
+            let mut evs = vec![event::read().map_err(io_err("cannot read input"))?];
+            while event::poll(Duration::ZERO).map_err(io_err("cannot read input"))? {
+                evs.push(event::read().map_err(io_err("cannot read input"))?);
+            }
+            for ev in evs {
+                if let Some(msg) = keys::map_event(&ev, app.prompt.is_some()) {
+                    app.update(msg, &mut src);
+                }
+            }
+            if app.quit {
+                return Ok(());
+            }
+        }
+    })();
+    restore();
+    let _ = std::panic::take_hook();
+    res
+}

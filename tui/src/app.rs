@@ -1,0 +1,794 @@
+//! The TUI state (plain data) and its updates.
+//!
+//! Input is mapped to a [`Msg`] ([`crate::keys`]); [`App::update`] applies
+//! it; [`App::refresh`] then fills the small caches the visible rows need
+//! (field text of the events on screen, the symbolized detail of the
+//! selected group) from a [`Source`]. Rendering ([`crate::ui`]) only reads
+//! the state.
+
+use std::collections::HashMap;
+
+use stitch::trace::Index;
+use stitch::view::GroupDetail;
+use stitch::Status;
+
+use crate::source::Source;
+use crate::ui;
+
+/// Which list is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// Groups, with the detail pane of the selected one.
+    Groups,
+    /// Every event in time order.
+    Events,
+}
+
+/// Which pane of the groups tab gets the movement keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    /// The list.
+    List,
+    /// The detail pane (scrolls).
+    Detail,
+}
+
+/// Sort order of the group list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SortKey {
+    /// First timestamp.
+    Time,
+    /// Pid.
+    Pid,
+    /// Command name.
+    Comm,
+    /// Cookie.
+    Cookie,
+    /// Number of events.
+    Events,
+    /// User stack depth.
+    Depth,
+    /// Status.
+    Status,
+}
+
+impl SortKey {
+    /// The next key in column order.
+    pub fn next(self) -> SortKey {
+        match self {
+            SortKey::Time => SortKey::Pid,
+            SortKey::Pid => SortKey::Comm,
+            SortKey::Comm => SortKey::Cookie,
+            SortKey::Cookie => SortKey::Events,
+            SortKey::Events => SortKey::Depth,
+            SortKey::Depth => SortKey::Status,
+            SortKey::Status => SortKey::Time,
+        }
+    }
+
+    /// Column name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SortKey::Time => "time",
+            SortKey::Pid => "pid",
+            SortKey::Comm => "comm",
+            SortKey::Cookie => "cookie",
+            SortKey::Events => "events",
+            SortKey::Depth => "depth",
+            SortKey::Status => "status",
+        }
+    }
+}
+
+/// What a text prompt is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Prompt {
+    /// `/`: search.
+    Search,
+    /// `p`: filter by pid.
+    Pid,
+    /// `c`: filter by command name (substring).
+    Comm,
+    /// `e`: filter by event name (substring).
+    Event,
+}
+
+impl Prompt {
+    /// Prompt text.
+    pub fn label(self) -> &'static str {
+        match self {
+            Prompt::Search => "/",
+            Prompt::Pid => "filter pid: ",
+            Prompt::Comm => "filter comm: ",
+            Prompt::Event => "filter event: ",
+        }
+    }
+}
+
+/// Active filters (all must match).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Only this pid.
+    pub pid: Option<i32>,
+    /// Command name contains this.
+    pub comm: Option<String>,
+    /// Event name contains this.
+    pub event: Option<String>,
+}
+
+impl Filter {
+    /// True when no filter is set.
+    pub fn is_empty(&self) -> bool {
+        self.pid.is_none() && self.comm.is_none() && self.event.is_none()
+    }
+
+    /// Short description, e.g. `pid=5 comm~nginx`.
+    pub fn describe(&self) -> String {
+        let mut v = Vec::new();
+        if let Some(p) = self.pid {
+            v.push(format!("pid={p}"));
+        }
+        if let Some(c) = &self.comm {
+            v.push(format!("comm~{c}"));
+        }
+        if let Some(e) = &self.event {
+            v.push(format!("event~{e}"));
+        }
+        v.join(" ")
+    }
+}
+
+/// One input, already decoded from keys, mouse or terminal events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Msg {
+    /// Move the selection (or scroll the detail pane) up.
+    Up(usize),
+    /// Move down.
+    Down(usize),
+    /// One page up.
+    PageUp,
+    /// One page down.
+    PageDown,
+    /// Half a page up.
+    HalfUp,
+    /// Half a page down.
+    HalfDown,
+    /// First row.
+    Top,
+    /// Last row.
+    Bottom,
+    /// Switch between the groups and events tabs.
+    NextTab,
+    /// Show a tab.
+    ShowTab(Tab),
+    /// Move focus to the detail pane (groups tab).
+    FocusDetail,
+    /// Move focus to the list.
+    FocusList,
+    /// Enter: open the detail pane, or jump from an event to its group.
+    Enter,
+    /// Esc: close help, leave the detail pane, clear the message.
+    Back,
+    /// Sort by the next column.
+    NextSort,
+    /// Reverse the sort order.
+    ReverseSort,
+    /// Show or hide help.
+    ToggleHelp,
+    /// Open a prompt.
+    StartPrompt(Prompt),
+    /// A character typed into the prompt.
+    Char(char),
+    /// Backspace in the prompt.
+    Backspace,
+    /// Enter in the prompt.
+    Submit,
+    /// Esc in the prompt.
+    Cancel,
+    /// Next search match.
+    SearchNext,
+    /// Previous search match.
+    SearchPrev,
+    /// Clear every filter.
+    ClearFilters,
+    /// The terminal was resized.
+    Resize(u16, u16),
+    /// Quit.
+    Quit,
+}
+
+/// The whole TUI state.
+#[derive(Debug)]
+pub struct App {
+    /// The trace index (read-only).
+    pub idx: Index,
+    /// Title (the file name).
+    pub title: String,
+    /// Shown tab.
+    pub tab: Tab,
+    /// Focused pane of the groups tab.
+    pub focus: Focus,
+    /// Help shown.
+    pub show_help: bool,
+    /// Quit requested.
+    pub quit: bool,
+    /// Group sort key.
+    pub sort: SortKey,
+    /// Descending sort.
+    pub sort_rev: bool,
+    /// Filters.
+    pub filter: Filter,
+    /// Open prompt and its text.
+    pub prompt: Option<(Prompt, String)>,
+    /// Last search.
+    pub search: Option<String>,
+    /// Status line message.
+    pub message: String,
+    /// Visible groups (indexes into `idx.stitched.groups`), sorted.
+    pub groups: Vec<u32>,
+    /// Selected row of `groups`.
+    pub gsel: usize,
+    /// First shown row of `groups`.
+    pub goff: usize,
+    /// Visible events (seqs), `None` when unfiltered (all of them).
+    pub events: Option<Vec<u32>>,
+    /// Selected row of the event list.
+    pub esel: usize,
+    /// First shown row of the event list.
+    pub eoff: usize,
+    /// Detail pane scroll.
+    pub dscroll: usize,
+    /// Terminal size.
+    pub size: (u16, u16),
+    /// User stack depth of each group.
+    pub depth: Vec<u16>,
+    /// (event seq, group) of every grouped event, sorted.
+    pub group_of_event: Vec<(u64, u32)>,
+    /// Cached detail of the selected group.
+    pub detail: Option<(usize, GroupDetail)>,
+    /// Cached (name, info) of the events on screen.
+    pub event_text: HashMap<u64, (String, String)>,
+    /// Drops per CPU, for every CPU of the trace (cpu, count, unknown).
+    pub drops: Vec<(u32, u64, bool)>,
+    /// Groups per status: complete, pending, stack lost, orphan stack.
+    pub counts: [usize; 4],
+}
+
+impl App {
+    /// A new state over `idx`, for a terminal of `size`; `ncpus` CPUs get a
+    /// drop counter in the header.
+    pub fn new(idx: Index, title: &str, ncpus: u32, size: (u16, u16)) -> App {
+        let depth = idx
+            .stitched
+            .groups
+            .iter()
+            .map(|g| {
+                g.user_stack
+                    .map(|u| {
+                        idx.stitched
+                            .stacks
+                            .get(u.stack)
+                            .len()
+                            .min(u16::MAX as usize) as u16
+                    })
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut group_of_event: Vec<(u64, u32)> = idx
+            .stitched
+            .groups
+            .iter()
+            .enumerate()
+            .flat_map(|(i, g)| g.events.iter().map(move |e| (e.seq, i as u32)))
+            .collect();
+        group_of_event.sort_unstable();
+        let mut drops: Vec<(u32, u64, bool)> = (0..ncpus).map(|c| (c, 0, false)).collect();
+        for (cpu, n, unknown) in idx.stitched.drops_per_cpu() {
+            match drops.iter_mut().find(|d| d.0 == cpu) {
+                Some(d) => *d = (cpu, n, unknown),
+                None => drops.push((cpu, n, unknown)),
+            }
+        }
+        let mut counts = [0; 4];
+        for g in &idx.stitched.groups {
+            counts[match g.status {
+                Status::Complete => 0,
+                Status::Pending => 1,
+                Status::StackLost => 2,
+                Status::OrphanStack => 3,
+            }] += 1;
+        }
+        let mut app = App {
+            counts,
+            idx,
+            title: title.to_string(),
+            tab: Tab::Groups,
+            focus: Focus::List,
+            show_help: false,
+            quit: false,
+            sort: SortKey::Time,
+            sort_rev: false,
+            filter: Filter::default(),
+            prompt: None,
+            search: None,
+            message: String::new(),
+            groups: Vec::new(),
+            gsel: 0,
+            goff: 0,
+            events: None,
+            esel: 0,
+            eoff: 0,
+            dscroll: 0,
+            size,
+            depth,
+            group_of_event,
+            detail: None,
+            event_text: HashMap::new(),
+            drops,
+        };
+        app.apply_filter();
+        if app.idx.stitched.groups.is_empty() && !app.idx.events.is_empty() {
+            app.tab = Tab::Events;
+        }
+        app
+    }
+
+    /// Number of rows of the event list.
+    pub fn event_count(&self) -> usize {
+        match &self.events {
+            Some(v) => v.len(),
+            None => self.idx.events.len(),
+        }
+    }
+
+    /// Seq of row `row` of the event list.
+    pub fn event_at(&self, row: usize) -> Option<u64> {
+        match &self.events {
+            Some(v) => v.get(row).map(|&s| u64::from(s)),
+            None => (row < self.idx.events.len()).then_some(row as u64),
+        }
+    }
+
+    /// The selected group (index into `idx.stitched.groups`).
+    pub fn selected_group(&self) -> Option<usize> {
+        self.groups.get(self.gsel).map(|&g| g as usize)
+    }
+
+    /// The group of event `seq`, if it is in one.
+    pub fn group_of(&self, seq: u64) -> Option<usize> {
+        let i = self.group_of_event.partition_point(|&(s, _)| s < seq);
+        self.group_of_event
+            .get(i)
+            .filter(|&&(s, _)| s == seq)
+            .map(|&(_, g)| g as usize)
+    }
+
+    fn comm_of(&self, pid: i32) -> &str {
+        self.idx.comms.get(pid)
+    }
+
+    fn event_matches(&self, seq: u64) -> bool {
+        let Some(e) = self.idx.events.get(seq as usize) else {
+            return false;
+        };
+        if self.filter.pid.is_some_and(|p| p != e.pid) {
+            return false;
+        }
+        if let Some(c) = &self.filter.comm {
+            if !self.comm_of(e.pid).contains(c.as_str()) {
+                return false;
+            }
+        }
+        if let Some(n) = &self.filter.event {
+            match self.idx.formats.get(&e.id) {
+                Some(f) if f.name.contains(n.as_str()) => {}
+                _ => return false,
+            }
+        }
+        true
+    }
+
+    fn group_matches(&self, g: usize) -> bool {
+        let grp = &self.idx.stitched.groups[g];
+        if self.filter.pid.is_some_and(|p| p != grp.pid) {
+            return false;
+        }
+        if let Some(c) = &self.filter.comm {
+            if !self.comm_of(grp.pid).contains(c.as_str()) {
+                return false;
+            }
+        }
+        if let Some(n) = &self.filter.event {
+            let any = grp.events.iter().any(|e| {
+                self.idx
+                    .events
+                    .get(e.seq as usize)
+                    .and_then(|m| self.idx.formats.get(&m.id))
+                    .is_some_and(|f| f.name.contains(n.as_str()))
+            });
+            if !any {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Recomputes the visible groups and events after a filter or sort
+    /// change, keeping the selected group and event when still visible.
+    pub fn apply_filter(&mut self) {
+        let keep_g = self.selected_group();
+        let keep_e = self.event_at(self.esel);
+        let n = self.idx.stitched.groups.len();
+        let mut groups: Vec<u32> = (0..n)
+            .filter(|&g| self.group_matches(g))
+            .map(|g| g as u32)
+            .collect();
+        self.sort_groups(&mut groups);
+        self.groups = groups;
+        self.events = if self.filter.is_empty() {
+            None
+        } else {
+            Some(
+                (0..self.idx.events.len() as u64)
+                    .filter(|&s| self.event_matches(s))
+                    .map(|s| s as u32)
+                    .collect(),
+            )
+        };
+        self.gsel = keep_g
+            .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
+            .unwrap_or(0);
+        self.esel = keep_e
+            .and_then(|k| match &self.events {
+                Some(v) => v.binary_search(&(k as u32)).ok(),
+                None => Some(k as usize),
+            })
+            .unwrap_or(0);
+        self.dscroll = 0;
+    }
+
+    fn sort_groups(&self, groups: &mut [u32]) {
+        let gs = &self.idx.stitched.groups;
+        let key = self.sort;
+        groups.sort_by(|&a, &b| {
+            let (ga, gb) = (&gs[a as usize], &gs[b as usize]);
+            let o = match key {
+                SortKey::Time => ga.first_ts.cmp(&gb.first_ts),
+                SortKey::Pid => ga.pid.cmp(&gb.pid),
+                SortKey::Comm => self.comm_of(ga.pid).cmp(self.comm_of(gb.pid)),
+                SortKey::Cookie => ga.cookie.cmp(&gb.cookie),
+                SortKey::Events => ga.events.len().cmp(&gb.events.len()),
+                SortKey::Depth => self.depth[a as usize].cmp(&self.depth[b as usize]),
+                SortKey::Status => ga.status.cmp(&gb.status),
+            };
+            o.then(ga.first_ts.cmp(&gb.first_ts)).then(a.cmp(&b))
+        });
+        if self.sort_rev {
+            groups.reverse();
+        }
+    }
+
+    fn list_rows(&self) -> usize {
+        let l = ui::layout(self.size.0, self.size.1);
+        match self.tab {
+            Tab::Groups => l.group_rows,
+            Tab::Events => l.event_rows,
+        }
+        .max(1)
+    }
+
+    fn move_sel(&mut self, delta: isize) {
+        let ecount = self.event_count();
+        let (sel, len) = match (self.tab, self.focus) {
+            (Tab::Groups, Focus::Detail) => {
+                let lines = self.detail_lines();
+                let page = ui::layout(self.size.0, self.size.1).detail_rows.max(1);
+                let max = lines.saturating_sub(page);
+                self.dscroll = (self.dscroll as isize + delta).clamp(0, max as isize) as usize;
+                return;
+            }
+            (Tab::Groups, Focus::List) => (&mut self.gsel, self.groups.len()),
+            (Tab::Events, _) => (&mut self.esel, ecount),
+        };
+        if len == 0 {
+            *sel = 0;
+            return;
+        }
+        *sel = (*sel as isize + delta).clamp(0, len as isize - 1) as usize;
+        if self.tab == Tab::Groups {
+            self.dscroll = 0;
+        }
+    }
+
+    /// Number of lines of the detail pane for the cached detail.
+    pub fn detail_lines(&self) -> usize {
+        self.detail
+            .as_ref()
+            .map(|(_, d)| ui::detail_lines(d).len())
+            .unwrap_or(0)
+    }
+
+    /// Applies one message.
+    pub fn update(&mut self, msg: Msg, src: &mut dyn Source) {
+        if let Some((kind, text)) = &mut self.prompt {
+            let kind = *kind;
+            match msg {
+                Msg::Char(c) => text.push(c),
+                Msg::Backspace => {
+                    text.pop();
+                }
+                Msg::Cancel | Msg::Back => self.prompt = None,
+                Msg::Submit => {
+                    let text = std::mem::take(text);
+                    self.prompt = None;
+                    self.submit(kind, text.trim().to_string(), src);
+                }
+                Msg::Resize(w, h) => self.size = (w, h),
+                Msg::Quit => self.quit = true,
+                _ => {}
+            }
+            self.refresh(src);
+            return;
+        }
+        if self.show_help && !matches!(msg, Msg::Resize(..) | Msg::Quit) {
+            // Any key closes the help.
+            self.show_help = false;
+            self.refresh(src);
+            return;
+        }
+        let rows = self.list_rows() as isize;
+        match msg {
+            Msg::Up(n) => self.move_sel(-(n as isize)),
+            Msg::Down(n) => self.move_sel(n as isize),
+            Msg::PageUp => self.move_sel(-rows),
+            Msg::PageDown => self.move_sel(rows),
+            Msg::HalfUp => self.move_sel(-(rows / 2).max(1)),
+            Msg::HalfDown => self.move_sel((rows / 2).max(1)),
+            Msg::Top => self.move_sel(isize::MIN / 2),
+            Msg::Bottom => self.move_sel(isize::MAX / 2),
+            Msg::NextTab => {
+                self.tab = match self.tab {
+                    Tab::Groups => Tab::Events,
+                    Tab::Events => Tab::Groups,
+                };
+            }
+            Msg::ShowTab(t) => self.tab = t,
+            Msg::FocusDetail => {
+                if self.tab == Tab::Groups {
+                    self.focus = Focus::Detail;
+                }
+            }
+            Msg::FocusList => self.focus = Focus::List,
+            Msg::Enter => match self.tab {
+                Tab::Groups => {
+                    self.focus = match self.focus {
+                        Focus::List => Focus::Detail,
+                        Focus::Detail => Focus::List,
+                    }
+                }
+                Tab::Events => self.jump_to_group(),
+            },
+            Msg::Back => {
+                if self.focus == Focus::Detail {
+                    self.focus = Focus::List;
+                } else {
+                    self.message.clear();
+                }
+            }
+            Msg::NextSort | Msg::ReverseSort => {
+                if msg == Msg::NextSort {
+                    self.sort = self.sort.next();
+                } else {
+                    self.sort_rev = !self.sort_rev;
+                }
+                let keep = self.selected_group();
+                let mut g = std::mem::take(&mut self.groups);
+                self.sort_groups(&mut g);
+                self.groups = g;
+                self.gsel = keep
+                    .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
+                    .unwrap_or(0);
+                self.message = format!(
+                    "sorted by {}{}",
+                    self.sort.name(),
+                    if self.sort_rev { " (descending)" } else { "" }
+                );
+            }
+            Msg::ToggleHelp => self.show_help = !self.show_help,
+            Msg::StartPrompt(p) => {
+                let init = match p {
+                    Prompt::Search => String::new(),
+                    Prompt::Pid => self.filter.pid.map(|p| p.to_string()).unwrap_or_default(),
+                    Prompt::Comm => self.filter.comm.clone().unwrap_or_default(),
+                    Prompt::Event => self.filter.event.clone().unwrap_or_default(),
+                };
+                self.prompt = Some((p, init));
+            }
+            Msg::SearchNext => self.search_step(true, src),
+            Msg::SearchPrev => self.search_step(false, src),
+            Msg::ClearFilters => {
+                self.filter = Filter::default();
+                self.apply_filter();
+                self.message = "filters cleared".into();
+            }
+            Msg::Resize(w, h) => self.size = (w, h),
+            Msg::Quit => self.quit = true,
+            Msg::Char(_) | Msg::Backspace | Msg::Submit | Msg::Cancel => {}
+        }
+        self.refresh(src);
+    }
+
+    fn submit(&mut self, kind: Prompt, text: String, src: &mut dyn Source) {
+        match kind {
+            Prompt::Search => {
+                if text.is_empty() {
+                    self.search = None;
+                    self.message.clear();
+                } else {
+                    self.search = Some(text);
+                    self.search_step(true, src);
+                }
+            }
+            Prompt::Pid => {
+                if text.is_empty() {
+                    self.filter.pid = None;
+                } else {
+                    match text.parse::<i32>() {
+                        Ok(p) => self.filter.pid = Some(p),
+                        Err(_) => {
+                            self.message = format!("not a pid: {text}");
+                            return;
+                        }
+                    }
+                }
+                self.after_filter();
+            }
+            Prompt::Comm => {
+                self.filter.comm = (!text.is_empty()).then_some(text);
+                self.after_filter();
+            }
+            Prompt::Event => {
+                self.filter.event = (!text.is_empty()).then_some(text);
+                self.after_filter();
+            }
+        }
+    }
+
+    fn after_filter(&mut self) {
+        self.apply_filter();
+        self.message = if self.filter.is_empty() {
+            "filters cleared".into()
+        } else {
+            format!(
+                "filter {}: {} groups, {} events",
+                self.filter.describe(),
+                self.groups.len(),
+                self.event_count()
+            )
+        };
+    }
+
+    fn jump_to_group(&mut self) {
+        let Some(seq) = self.event_at(self.esel) else {
+            return;
+        };
+        match self.group_of(seq) {
+            Some(g) => match self.groups.iter().position(|&x| x as usize == g) {
+                Some(row) => {
+                    self.gsel = row;
+                    self.tab = Tab::Groups;
+                    self.focus = Focus::List;
+                    self.dscroll = 0;
+                }
+                None => self.message = "its group is hidden by the filter".into(),
+            },
+            None => self.message = "this event is in no group".into(),
+        }
+    }
+
+    fn group_text_matches(&self, g: usize, pat: &str) -> bool {
+        let grp = &self.idx.stitched.groups[g];
+        let comm = self.comm_of(grp.pid);
+        comm.contains(pat)
+            || grp.pid.to_string() == pat
+            || grp.cookie.is_some_and(|c| format!("{c:x}").contains(pat))
+            || grp.status.name().contains(pat)
+            || grp
+                .events
+                .iter()
+                .any(|e| self.idx.event_name(e.seq).contains(pat))
+    }
+
+    fn search_step(&mut self, forward: bool, src: &mut dyn Source) {
+        let Some(pat) = self.search.clone() else {
+            self.message = "no search: press / first".into();
+            return;
+        };
+        let (len, cur) = match self.tab {
+            Tab::Groups => (self.groups.len(), self.gsel),
+            Tab::Events => (self.event_count(), self.esel),
+        };
+        if len == 0 {
+            self.message = format!("not found: {pat}");
+            return;
+        }
+        for step in 1..=len {
+            let row = if forward {
+                (cur + step) % len
+            } else {
+                (cur + len - step % len) % len
+            };
+            let hit = match self.tab {
+                Tab::Groups => self.group_text_matches(self.groups[row] as usize, &pat),
+                Tab::Events => {
+                    let seq = self.event_at(row).unwrap_or(0);
+                    let e = self.idx.events[seq as usize];
+                    self.comm_of(e.pid).contains(pat.as_str())
+                        || e.pid.to_string() == pat
+                        || self.idx.event_name(seq).contains(pat.as_str())
+                        || src.event_text(&self.idx, seq).1.contains(pat.as_str())
+                }
+            };
+            if hit {
+                match self.tab {
+                    Tab::Groups => {
+                        self.gsel = row;
+                        self.dscroll = 0;
+                    }
+                    Tab::Events => self.esel = row,
+                }
+                let wrapped = if forward { row <= cur } else { row >= cur };
+                self.message = format!(
+                    "/{pat}: row {}{}",
+                    row + 1,
+                    if wrapped { " (wrapped)" } else { "" }
+                );
+                return;
+            }
+        }
+        self.message = format!("not found: {pat}");
+    }
+
+    /// Keeps the selections visible and fills the caches the next render
+    /// needs from `src`.
+    pub fn refresh(&mut self, src: &mut dyn Source) {
+        let l = ui::layout(self.size.0, self.size.1);
+        let (gr, er) = (l.group_rows.max(1), l.event_rows.max(1));
+        self.gsel = self.gsel.min(self.groups.len().saturating_sub(1));
+        self.esel = self.esel.min(self.event_count().saturating_sub(1));
+        self.goff = scroll_to(self.goff, self.gsel, gr, self.groups.len());
+        self.eoff = scroll_to(self.eoff, self.esel, er, self.event_count());
+        // Detail of the selected group.
+        match self.selected_group() {
+            Some(g) if self.detail.as_ref().map(|d| d.0) != Some(g) => {
+                self.detail = Some((g, src.group_detail(&self.idx, g)));
+            }
+            None => self.detail = None,
+            _ => {}
+        }
+        // Field text of the events on screen (only in the events tab).
+        if self.tab == Tab::Events {
+            let wanted: Vec<u64> = (self.eoff..self.eoff + er)
+                .filter_map(|r| self.event_at(r))
+                .collect();
+            self.event_text.retain(|k, _| wanted.contains(k));
+            for s in wanted {
+                if !self.event_text.contains_key(&s) {
+                    let t = src.event_text(&self.idx, s);
+                    self.event_text.insert(s, t);
+                }
+            }
+        }
+    }
+}
+
+/// The first row to show so that `sel` is visible in `rows` rows.
+fn scroll_to(off: usize, sel: usize, rows: usize, len: usize) -> usize {
+    let mut off = off.min(len.saturating_sub(rows));
+    if sel < off {
+        off = sel;
+    } else if sel >= off + rows {
+        off = sel + 1 - rows;
+    }
+    off
+}

@@ -1,0 +1,79 @@
+//! Where the TUI gets what the index does not hold: event field text and
+//! symbolized group details.
+
+use stitch::file;
+use stitch::symbols::Symbolizer;
+use stitch::trace::Index;
+use stitch::view::{self, GroupDetail};
+use tracedata::TraceFile;
+
+/// Lazy access to record payloads and symbols.
+pub trait Source {
+    /// Name and field text of event `seq`.
+    fn event_text(&mut self, idx: &Index, seq: u64) -> (String, String);
+    /// Group `g` of `idx.stitched.groups`, resolved and symbolized.
+    fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail;
+}
+
+/// A [`Source`] over an open trace file.
+pub struct FileSource {
+    file: TraceFile,
+    buffer: usize,
+    sym: Symbolizer,
+}
+
+impl FileSource {
+    /// Opens the source on buffer number `buffer` of `file`, with a
+    /// symbolizer over its saved kallsyms and process maps.
+    pub fn new(file: TraceFile, buffer: usize) -> Self {
+        let sym = file::symbolizer(&file);
+        FileSource { file, buffer, sym }
+    }
+
+    /// The file.
+    pub fn file(&self) -> &TraceFile {
+        &self.file
+    }
+
+    /// Reads `/proc/PID/maps` for processes the file has no maps for.
+    pub fn with_live_maps(mut self) -> Self {
+        self.sym = std::mem::take(&mut self.sym).with_live_maps(true);
+        self
+    }
+
+    /// Indexes the buffer.
+    pub fn load(&self) -> Index {
+        match self.file.buffers().get(self.buffer) {
+            Some(b) => file::load(&self.file, b),
+            None => Index::default(),
+        }
+    }
+}
+
+impl Source for FileSource {
+    fn event_text(&mut self, idx: &Index, seq: u64) -> (String, String) {
+        let Some(b) = self.file.buffers().get(self.buffer) else {
+            return (String::new(), String::new());
+        };
+        let rec = idx
+            .events
+            .get(seq as usize)
+            .and_then(|e| file::record(&self.file, b, e));
+        view::event_text(idx, seq, rec.as_ref())
+    }
+
+    fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail {
+        let b = self.file.buffers().get(self.buffer);
+        let f = &self.file;
+        let group = &idx.stitched.groups[g];
+        view::detail(
+            idx,
+            group,
+            |s| {
+                let b = b?;
+                file::record(f, b, idx.events.get(s as usize)?)
+            },
+            &mut self.sym,
+        )
+    }
+}

@@ -1,0 +1,388 @@
+//! Rendering: a pure function of the [`App`] state.
+
+use ratatui::layout::{Constraint, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
+use ratatui::Frame;
+use stitch::view::{fmt_ts, kframe, status_note, uframe, GroupDetail};
+use stitch::Status;
+
+use crate::app::{App, Focus, Tab};
+
+/// Where things go on a `w` x `h` terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Header line.
+    pub header: Rect,
+    /// Status / prompt line.
+    pub status: Rect,
+    /// Group list block (groups tab).
+    pub groups: Rect,
+    /// Detail block (groups tab).
+    pub detail: Rect,
+    /// Event list block (events tab).
+    pub events: Rect,
+    /// Data rows shown in the group list.
+    pub group_rows: usize,
+    /// Text rows shown in the detail pane.
+    pub detail_rows: usize,
+    /// Data rows shown in the event list.
+    pub event_rows: usize,
+}
+
+/// Computes the layout.
+pub fn layout(w: u16, h: u16) -> Layout {
+    let header = Rect::new(0, 0, w, h.min(1));
+    let status = Rect::new(0, h.saturating_sub(1), w, h.min(1));
+    let main_h = h.saturating_sub(2);
+    let main = Rect::new(0, h.min(1), w, main_h);
+    let list_h = (main_h / 2).max(6).min(main_h);
+    let groups = Rect::new(0, main.y, w, list_h);
+    let detail = Rect::new(0, main.y + list_h, w, main_h - list_h);
+    Layout {
+        header,
+        status,
+        groups,
+        detail,
+        events: main,
+        group_rows: list_h.saturating_sub(3) as usize,
+        detail_rows: detail.height.saturating_sub(2) as usize,
+        event_rows: main_h.saturating_sub(3) as usize,
+    }
+}
+
+/// Colour of a status.
+pub fn status_style(s: Status) -> Style {
+    match s {
+        Status::Complete => Style::default(),
+        Status::Pending => Style::default().fg(Color::Yellow),
+        Status::StackLost => Style::default().fg(Color::Red),
+        Status::OrphanStack => Style::default().fg(Color::Magenta),
+    }
+}
+
+/// Draws the whole screen.
+pub fn render(f: &mut Frame<'_>, app: &App) {
+    let area = f.area();
+    let l = layout(area.width, area.height);
+    render_header(f, app, l.header);
+    match app.tab {
+        Tab::Groups => {
+            render_groups(f, app, l.groups, l.group_rows);
+            render_detail(f, app, l.detail, l.detail_rows);
+        }
+        Tab::Events => render_events(f, app, l.events, l.event_rows),
+    }
+    render_status(f, app, l.status);
+    if app.show_help {
+        render_help(f, area);
+    }
+}
+
+fn render_header(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let c = app.counts;
+    let mut spans = vec![
+        Span::styled(
+            format!(" {} ", app.title),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(format!(
+            "| {} events | {} groups: {} ok ",
+            app.idx.events.len(),
+            app.idx.stitched.groups.len(),
+            c[0]
+        )),
+        Span::styled(format!("{} pending ", c[1]), status_style(Status::Pending)),
+        Span::styled(format!("{} lost ", c[2]), status_style(Status::StackLost)),
+        Span::styled(
+            format!("{} orphan ", c[3]),
+            status_style(Status::OrphanStack),
+        ),
+        Span::raw("| drops"),
+    ];
+    for &(cpu, n, unknown) in &app.drops {
+        let text = format!(" {cpu}:{n}{}", if unknown { "+" } else { "" });
+        let style = if n > 0 || unknown {
+            Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default()
+        };
+        spans.push(Span::styled(text, style));
+    }
+    f.render_widget(
+        Paragraph::new(Line::from(spans)).style(Style::default().add_modifier(Modifier::REVERSED)),
+        area,
+    );
+}
+
+fn block(title: String, focused: bool) -> Block<'static> {
+    let b = Block::default().borders(Borders::ALL).title(title);
+    if focused {
+        b.border_style(Style::default().fg(Color::Cyan))
+    } else {
+        b
+    }
+}
+
+fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let arrow = if app.sort_rev { "v" } else { "^" };
+    let title = format!(
+        " Groups {}/{} | sort: {}{} {}",
+        app.groups.len(),
+        app.idx.stitched.groups.len(),
+        app.sort.name(),
+        arrow,
+        if app.filter.is_empty() {
+            String::new()
+        } else {
+            format!("| filter: {} ", app.filter.describe())
+        }
+    );
+    let focused = app.focus == Focus::List;
+    let header = Row::new(["TIME", "PID", "COMM", "COOKIE", "EVENTS", "DEPTH", "STATUS"])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+    let data: Vec<Row> = app
+        .groups
+        .iter()
+        .enumerate()
+        .skip(app.goff)
+        .take(rows)
+        .map(|(row, &g)| {
+            let grp = &app.idx.stitched.groups[g as usize];
+            let cookie = grp
+                .cookie
+                .map(|c| format!("{c:x}"))
+                .unwrap_or_else(|| "sync".into());
+            let mut style = status_style(grp.status);
+            if row == app.gsel {
+                style = style.add_modifier(if focused {
+                    Modifier::REVERSED
+                } else {
+                    Modifier::UNDERLINED
+                });
+            }
+            Row::new(vec![
+                Cell::from(fmt_ts(grp.first_ts)),
+                Cell::from(grp.pid.to_string()),
+                Cell::from(app.idx.comms.get(grp.pid).to_string()),
+                Cell::from(cookie),
+                Cell::from(grp.events.len().to_string()),
+                Cell::from(app.depth[g as usize].to_string()),
+                Cell::from(grp.status.name()),
+            ])
+            .style(style)
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(15),
+        Constraint::Length(7),
+        Constraint::Length(16),
+        Constraint::Length(12),
+        Constraint::Length(6),
+        Constraint::Length(5),
+        Constraint::Min(12),
+    ];
+    let t = Table::new(data, widths)
+        .header(header)
+        .block(block(title, focused));
+    f.render_widget(t, area);
+}
+
+/// The styled lines of a group's detail pane.
+pub fn detail_lines(d: &GroupDetail) -> Vec<Line<'static>> {
+    let kstyle = Style::default().fg(Color::Cyan);
+    let ustyle = Style::default().fg(Color::Green);
+    let mut out = vec![Line::styled(
+        d.header(),
+        status_style(d.status).add_modifier(Modifier::BOLD),
+    )];
+    for e in &d.events {
+        out.push(Line::from(vec![
+            Span::raw(format!("{} [{:03}] ", fmt_ts(e.ts), e.cpu)),
+            Span::styled(
+                e.name.clone(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(format!(": {}", e.info)),
+        ]));
+        for fr in &e.kernel {
+            out.push(Line::styled(format!("    => {}", kframe(fr)), kstyle));
+        }
+    }
+    match d.user {
+        Some(u) => {
+            out.push(Line::styled(
+                format!("{} [{:03}] <user stack>", fmt_ts(u.ts), u.cpu),
+                Style::default().add_modifier(Modifier::BOLD),
+            ));
+            if d.user_frames.is_empty() {
+                out.push(Line::raw("    (empty)"));
+            }
+            for fr in &d.user_frames {
+                out.push(Line::styled(format!("    => {}", uframe(fr)), ustyle));
+            }
+        }
+        None => out.push(Line::styled(
+            format!(
+                "<no user stack: {}>",
+                status_note(d.status, d.loss_while_open)
+            ),
+            status_style(d.status),
+        )),
+    }
+    out
+}
+
+fn render_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let focused = app.focus == Focus::Detail;
+    let lines: Vec<Line> = match &app.detail {
+        Some((_, d)) => detail_lines(d)
+            .into_iter()
+            .skip(app.dscroll)
+            .take(rows)
+            .collect(),
+        None => vec![Line::raw("no group selected")],
+    };
+    let total = app.detail_lines();
+    let title = if total > rows {
+        format!(
+            " Detail {}-{}/{} ",
+            app.dscroll + 1,
+            (app.dscroll + rows).min(total),
+            total
+        )
+    } else {
+        " Detail ".to_string()
+    };
+    f.render_widget(Paragraph::new(lines).block(block(title, focused)), area);
+}
+
+fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let title = format!(
+        " Events {}/{} {}",
+        app.event_count(),
+        app.idx.events.len(),
+        if app.filter.is_empty() {
+            String::new()
+        } else {
+            format!("| filter: {} ", app.filter.describe())
+        }
+    );
+    let header = Row::new(["TIME", "CPU", "PID", "COMM", "DROP", "EVENT", "INFO"])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+    let losses = &app.idx.losses;
+    let data: Vec<Row> = (app.eoff..app.eoff + rows)
+        .filter_map(|row| Some((row, app.event_at(row)?)))
+        .map(|(row, seq)| {
+            let e = app.idx.events[seq as usize];
+            let (name, info) = app
+                .event_text
+                .get(&seq)
+                .cloned()
+                .unwrap_or_else(|| (app.idx.event_name(seq), String::new()));
+            let i = losses.partition_point(|l| l.before_seq < seq);
+            let drop = losses[i..]
+                .iter()
+                .take_while(|l| l.before_seq == seq)
+                .find(|l| l.cpu == u32::from(e.cpu))
+                .map(|l| match l.count {
+                    Some(n) => format!("v{n}"),
+                    None => "v?".to_string(),
+                })
+                .unwrap_or_default();
+            let mut style = Style::default();
+            if let Some(g) = app.group_of(seq) {
+                style = status_style(app.idx.stitched.groups[g].status);
+            }
+            if row == app.esel {
+                style = style.add_modifier(Modifier::REVERSED);
+            }
+            Row::new(vec![
+                Cell::from(fmt_ts(e.ts)),
+                Cell::from(e.cpu.to_string()),
+                Cell::from(e.pid.to_string()),
+                Cell::from(app.idx.comms.get(e.pid).to_string()),
+                Cell::from(drop).style(Style::default().fg(Color::Red)),
+                Cell::from(name),
+                Cell::from(info),
+            ])
+            .style(style)
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(15),
+        Constraint::Length(3),
+        Constraint::Length(7),
+        Constraint::Length(16),
+        Constraint::Length(5),
+        Constraint::Length(20),
+        Constraint::Min(10),
+    ];
+    let t = Table::new(data, widths)
+        .header(header)
+        .block(block(title, true));
+    f.render_widget(t, area);
+}
+
+fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
+    let line = if let Some((p, text)) = &app.prompt {
+        Line::from(vec![
+            Span::styled(p.label(), Style::default().add_modifier(Modifier::BOLD)),
+            Span::raw(text.clone()),
+            Span::styled("_", Style::default().add_modifier(Modifier::SLOW_BLINK)),
+        ])
+    } else if !app.message.is_empty() {
+        Line::raw(app.message.clone())
+    } else {
+        Line::raw(match app.tab {
+            Tab::Groups => {
+                "Tab events  j/k move  Enter detail  / search  n/N next  p/c/e filter  x clear  s/S sort  ? help  q quit"
+            }
+            Tab::Events => {
+                "Tab groups  j/k move  Enter group  / search  n/N next  p/c/e filter  x clear  ? help  q quit"
+            }
+        })
+    };
+    f.render_widget(Paragraph::new(line), area);
+}
+
+/// The help text.
+pub const HELP: &[&str] = &[
+    "j / k, Down / Up     move (detail pane: scroll)",
+    "Ctrl-d / Ctrl-u      half page down / up",
+    "PgDn / PgUp, Space   page down / up",
+    "g / G, Home / End    first / last",
+    "Tab, 1 / 2           groups / events",
+    "Enter                groups: detail pane; events: its group",
+    "l / h, Right / Left  focus detail / list",
+    "/  n  N              search, next, previous match",
+    "p  c  e              filter by pid, comm, event (empty: off)",
+    "x                    clear filters",
+    "s / S                sort by next column / reverse",
+    "mouse wheel          scroll",
+    "Esc                  back;  q, Ctrl-c: quit",
+    "",
+    "Colours: pending yellow, stack lost red, orphan stack magenta",
+];
+
+fn render_help(f: &mut Frame<'_>, area: Rect) {
+    let w = 64.min(area.width);
+    let h = (HELP.len() as u16 + 2).min(area.height);
+    let r = Rect::new(
+        area.x + (area.width - w) / 2,
+        area.y + (area.height - h) / 2,
+        w,
+        h,
+    );
+    f.render_widget(Clear, r);
+    let lines: Vec<Line> = HELP.iter().map(|s| Line::raw(*s)).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title(" Help (any key closes) "),
+        ),
+        r,
+    );
+}
