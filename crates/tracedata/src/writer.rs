@@ -1293,6 +1293,68 @@ garbage line
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A complete v6 file with one instance of one page, byte for byte.
+    #[test]
+    fn v6_file_bytes() {
+        let dir = std::env::temp_dir().join(format!("tracedata-writer-v6-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let page: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+        let data = dir.join("cpu1");
+        std::fs::write(&data, &page).unwrap();
+        let out = dir.join("v6.dat");
+        let mut m = tiny_meta();
+        m.uname = None;
+        let bufs = [BufferData {
+            name: "in".into(),
+            clock: "global".into(),
+            cpus: vec![CpuData::new(1, &data)],
+        }];
+        let opts = WriteOptions {
+            version: FileVersion::V6,
+            compression: Compression::None,
+        };
+        let s = write_trace_dat(&out, &m, &bufs, &opts).unwrap();
+        let got = std::fs::read(&out).unwrap();
+
+        let mut want = file_start(&m, FileVersion::V6);
+        want.extend_from_slice(&header_info_payload(&m));
+        want.extend_from_slice(&ftrace_events_payload(&m).unwrap());
+        want.extend_from_slice(&event_formats_payload(&m).unwrap());
+        want.extend_from_slice(&[1, 0, 0, 0, b'K']);
+        want.extend_from_slice(&[0, 0, 0, 0]);
+        want.extend_from_slice(&sized64_payload(b"1 init\n"));
+        want.extend_from_slice(&[2, 0, 0, 0]);
+        want.extend_from_slice(b"options  \0");
+        put_option(&mut want, 4, b"[global]\n\0");
+        put_option(&mut want, 9, b"v\0");
+        put_option(&mut want, 8, &[2, 0, 0, 0]);
+        let buffer_opt = want.len() + 6;
+        put_option(&mut want, 3, b"\0\0\0\0\0\0\0\0in\0");
+        want.extend_from_slice(&[0, 0]);
+        // Top buffer: empty table, clock of the first buffer.
+        want.extend_from_slice(b"flyrecord\0");
+        want.extend_from_slice(&[0; 32]);
+        want.extend_from_slice(&8u64.to_ne_bytes());
+        want.extend_from_slice(b"[global]");
+        // Instance table: cpu 0 empty, cpu 1 one page at the next page boundary.
+        let table = want.len() as u64;
+        want[buffer_opt..buffer_opt + 8].copy_from_slice(&table.to_ne_bytes());
+        want.extend_from_slice(b"flyrecord\0");
+        let entries = want.len();
+        want.extend_from_slice(&[0; 32]);
+        want.extend_from_slice(&8u64.to_ne_bytes());
+        want.extend_from_slice(b"[global]");
+        let data_at = want.len().next_multiple_of(4096);
+        want.resize(data_at, 0);
+        want.extend_from_slice(&page);
+        want[entries + 16..entries + 24].copy_from_slice(&(data_at as u64).to_ne_bytes());
+        want[entries + 24..entries + 32].copy_from_slice(&4096u64.to_ne_bytes());
+        assert_eq!(got.len(), want.len());
+        assert!(got == want, "bytes differ");
+        assert_eq!(s.buffers[0].cpus[0].offset, data_at as u64);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// A complete v7 file with no trace data, compared byte for byte with a
     /// hand-built expectation.
     #[test]
