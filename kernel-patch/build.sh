@@ -12,7 +12,8 @@
 #   --prereqs        only install the prerequisites, then write $USTACK_CACHE/env.sh
 #                    (source it to get LIBCLANG_PATH, RUST_LIB_SRC and bindgen on PATH)
 #   --print-env      print the environment a kernel `make` needs (after --prereqs)
-#   --print-bzimage  print the path of the bzImage the current inputs map to and exit
+#   --print-bzimage  print the path of the bzImage (built by the last run) and exit
+#   --print-src      print the patched source tree (a git repo: base commit = pristine)
 #   --force-config   regenerate .config even if the fragments did not change
 # env:
 #   USTACK_CACHE     cache root (default $HOME/.cache/ustack)
@@ -46,6 +47,7 @@ for a in "$@"; do
 	--prereqs) MODE=prereqs ;;
 	--print-env) MODE=print-env ;;
 	--print-bzimage) MODE=print-bzimage ;;
+	--print-src) MODE=print-src ;;
 	--force-config) FORCE_CONFIG=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
@@ -353,7 +355,7 @@ prepare_tree() {
 }
 
 kmake() {
-	make -C "$KSRC" O="$KOUT" LLVM= CC="ccache gcc" HOSTCC="ccache gcc" ${KBUILD_EXTRA:-} "$@"
+	make -C "$KSRC" O="$KOUT" LLVM= CC="ccache gcc" ${KBUILD_EXTRA:-} "$@"
 }
 
 configure() {
@@ -413,6 +415,8 @@ print-env)
 	cat "$CACHE/env.sh"; trap - EXIT; exit 0 ;;
 print-bzimage)
 	echo "$KOUT/arch/x86/boot/bzImage"; trap - EXIT; exit 0 ;;
+print-src)
+	echo "$KSRC"; trap - EXIT; exit 0 ;;
 esac
 
 prereqs
