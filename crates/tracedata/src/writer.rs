@@ -4,7 +4,7 @@
 //! The caller collects the metadata from tracefs into a [`TraceMeta`], lists
 //! the per-CPU page files written by the recorder in [`BufferData`]s (one per
 //! buffer: the top buffer has the name `""`, instances their own name) and
-//! calls [`write_trace_dat`]:
+//! calls [`write_trace_dat`] (or uses the [`TraceDatWriter`] builder):
 //!
 //! ```no_run
 //! use tracedata::writer::{write_trace_dat, BufferData, CpuData, TraceMeta, WriteOptions};
@@ -380,6 +380,44 @@ pub fn write_trace_dat(
             let _ = std::fs::remove_file(out_path);
             Err(e.with_path(out_path))
         }
+    }
+}
+
+/// Builder form of [`write_trace_dat`] (the name used in the team's
+/// interface contract): collect the metadata, the options and the buffers,
+/// then [`write`](TraceDatWriter::write).
+#[derive(Debug, Clone, Default)]
+pub struct TraceDatWriter {
+    meta: TraceMeta,
+    opts: WriteOptions,
+    buffers: Vec<BufferData>,
+}
+
+impl TraceDatWriter {
+    /// A writer for `meta`, with the default options (v7, zstd).
+    pub fn new(meta: TraceMeta) -> TraceDatWriter {
+        TraceDatWriter {
+            meta,
+            opts: WriteOptions::default(),
+            buffers: Vec::new(),
+        }
+    }
+
+    /// Sets the file version and compression.
+    pub fn options(mut self, opts: WriteOptions) -> TraceDatWriter {
+        self.opts = opts;
+        self
+    }
+
+    /// Adds the data of one buffer (the top one or an instance).
+    pub fn buffer(mut self, buffer: BufferData) -> TraceDatWriter {
+        self.buffers.push(buffer);
+        self
+    }
+
+    /// Writes the file, as [`write_trace_dat`] does.
+    pub fn write(&self, out_path: &Path) -> Result<WriteSummary> {
+        write_trace_dat(out_path, &self.meta, &self.buffers, &self.opts)
     }
 }
 
@@ -1290,6 +1328,38 @@ garbage line
             .to_string();
         assert!(e.contains("cpu 5 but cpu_count is 2"), "{e}");
         assert!(!out.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn builder_writes_the_same_bytes() {
+        let dir = std::env::temp_dir().join(format!("tracedata-writer-b-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let data = dir.join("cpu0");
+        std::fs::write(&data, vec![7u8; 8192]).unwrap();
+        let buf = BufferData {
+            name: String::new(),
+            clock: "local".into(),
+            cpus: vec![CpuData::new(0, &data)],
+        };
+        for opts in [
+            WriteOptions::default(),
+            WriteOptions {
+                version: FileVersion::V6,
+                compression: Compression::None,
+            },
+        ] {
+            let a = dir.join("a.dat");
+            let b = dir.join("b.dat");
+            write_trace_dat(&a, &tiny_meta(), std::slice::from_ref(&buf), &opts).unwrap();
+            let s = TraceDatWriter::new(tiny_meta())
+                .options(opts)
+                .buffer(buf.clone())
+                .write(&b)
+                .unwrap();
+            assert_eq!(s.buffers[0].cpus[0].pages, 2);
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
