@@ -337,10 +337,10 @@ fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
     } else {
         Line::raw(match app.tab {
             Tab::Groups => {
-                "Tab events  j/k move  Enter detail  / search  n/N next  p/c/e filter  x clear  s/S sort  ? help  q quit"
+                "Tab events  j/k move  Enter detail  / search  n/N  p/c/e filter  x clear  s/S sort  ? help  q quit"
             }
             Tab::Events => {
-                "Tab groups  j/k move  Enter group  / search  n/N next  p/c/e filter  x clear  ? help  q quit"
+                "Tab groups  j/k move  Enter group  / search  n/N  p/c/e filter  x clear  ? help  q quit"
             }
         })
     };

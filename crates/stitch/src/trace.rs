@@ -426,7 +426,25 @@ pub fn fields_text(fmt: &EventFormat, rec: &Record<'_>) -> String {
             };
             out.push_str(v.as_deref().unwrap_or("?"));
         } else {
-            match rec.u64_array_field(fmt, &f.name) {
+            // Stack arrays are declared with 8 slots but sized by their
+            // entries: read what the record holds.
+            let v = rec.u64_array_field(fmt, &f.name).or_else(|e| match f.kind {
+                FieldKind::Array { .. } => {
+                    let es = f.elem_size(fmt.long_size).max(1);
+                    let start = f.offset.min(rec.data.len());
+                    let end = (f.offset + f.size).min(rec.data.len());
+                    Ok(rec.data[start..end]
+                        .chunks_exact(es)
+                        .map(|c| {
+                            let mut b = [0u8; 8];
+                            b[..es.min(8)].copy_from_slice(&c[..es.min(8)]);
+                            u64::from_le_bytes(b)
+                        })
+                        .collect())
+                }
+                _ => Err(e),
+            });
+            match v {
                 Ok(v) => {
                     out.push('{');
                     for (i, x) in v.iter().enumerate() {

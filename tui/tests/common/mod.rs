@@ -1,0 +1,82 @@
+//! Shared helpers of the TUI tests.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use stitch::testdata;
+use tui::app::{App, Msg};
+use tui::source::{FileSource, Source};
+
+/// The fixture trace written into a fresh temporary directory.
+pub struct Fixture {
+    _dir: tempfile::TempDir,
+    /// Path of the trace.
+    pub path: PathBuf,
+}
+
+/// Writes `stitch::testdata::fixture()` (or the demo with `groups`).
+pub fn fixture(demo_groups: Option<usize>) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixture.dat");
+    match demo_groups {
+        Some(n) => testdata::demo(n, 4).write(&path).unwrap(),
+        None => testdata::fixture().write(&path).unwrap(),
+    }
+    Fixture { _dir: dir, path }
+}
+
+/// Opens the fixture as the TUI does.
+pub fn open(f: &Fixture, size: (u16, u16)) -> (App, FileSource) {
+    let (mut app, mut src) = tui::open(&f.path, None, size).unwrap();
+    app.refresh(&mut src);
+    (app, src)
+}
+
+/// Applies messages.
+pub fn send(app: &mut App, src: &mut dyn Source, msgs: &[Msg]) {
+    for m in msgs {
+        app.update(m.clone(), src);
+    }
+}
+
+/// Renders into a TestBackend of the app's size and returns the screen as
+/// lines of text (trailing spaces kept: the exact buffer).
+pub fn screen(app: &App) -> Vec<String> {
+    let (w, h) = app.size;
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| tui::ui::render(f, app)).unwrap();
+    let buf = term.backend().buffer().clone();
+    let mut out = Vec::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push(line);
+    }
+    out
+}
+
+/// The machine-dependent address of the fixture's libc frame, and a
+/// placeholder of the same width.
+pub fn libc_write_addr() -> String {
+    match testdata::libc_functions().iter().find(|f| f.0 == "write") {
+        Some(w) => format!("{:x}", testdata::DEMO_LIBC_BASE + w.1 + 4),
+        None => "555500000042".to_string(),
+    }
+}
+
+/// `screen` with the libc address replaced by `WRITEADDR___` (same width),
+/// right-trimmed, as one string.
+pub fn screen_text(app: &App) -> String {
+    let a = libc_write_addr();
+    let mut s = String::new();
+    for l in screen(app) {
+        s.push_str(l.replace(&a, "WRITEADDR___").trim_end());
+        s.push('\n');
+    }
+    s
+}
