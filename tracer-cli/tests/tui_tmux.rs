@@ -1,0 +1,203 @@
+//! Drives the real `tracer-cli tui` in tmux (send-keys, capture-pane) on a
+//! generated trace file and checks what is on the screen.
+//!
+//! Needs tmux; without it the test prints `SKIP` and returns, except under
+//! CI=true where a missing tmux is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux")
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut a = vec!["send-keys", "-t", "t"];
+        a.extend_from_slice(keys);
+        let o = self.cmd(&a);
+        assert!(o.status.success(), "{o:?}");
+    }
+
+    fn screen(&self) -> String {
+        let o = self.cmd(&["capture-pane", "-p", "-t", "t"]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Waits until the screen contains `text`; returns the screen.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if s.contains(text) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("timed out waiting for {text:?}; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.cmd(&["has-session", "-t", "t"]).status.success()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn have_tmux() -> bool {
+    Command::new("tmux")
+        .arg("-V")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+fn trace(dir: &Path) -> PathBuf {
+    let p = dir.join("tmux.dat");
+    stitch::testdata::fixture().write(&p).unwrap();
+    p
+}
+
+#[test]
+fn tui_in_tmux() {
+    if !have_tmux() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("tmux is required under CI=true");
+        }
+        eprintln!("SKIP: tmux is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = trace(&dir);
+    let t = Tmux {
+        socket: format!("tracer-cli-test-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} tui -i {}",
+        env!("CARGO_BIN_EXE_tracer-cli"),
+        file.display()
+    );
+    let o = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "100",
+        "-y",
+        "24",
+        &cmd,
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    // Keep the pane after exit so a crash shows up in the capture.
+    let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
+
+    let s = t.wait_for("Groups 3/3");
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[0].trim_end(),
+        " tmux.dat | 10 events | 3 groups: 2 ok 0 pending 1 lost 0 orphan | drops 0:0 1:9"
+    );
+    assert_eq!(
+        lines[3],
+        "│0.000001        100     app              300000001    2      2     complete                       │"
+    );
+    assert_eq!(
+        lines[4],
+        "│0.000001        200     other            500000002    1      0     stack-lost                     │"
+    );
+    assert!(
+        lines[13].starts_with("│app-100 cookie=300000001 complete"),
+        "{s}"
+    );
+
+    // Move to the lost group: the detail pane follows.
+    t.keys(&["j"]);
+    let s = t.wait_for("│other-200 cookie=500000002 stack-lost");
+    assert!(s.contains("<no user stack: stack lost: events were dropped before the stack arrived>"));
+
+    // Events tab, search the field text.
+    t.keys(&["Tab"]);
+    t.wait_for("Events 10/10");
+    t.keys(&["/", "r", "e", "t", "=", "5", "Enter"]);
+    let s = t.wait_for("/ret=5: row 6");
+    assert!(s.contains("sys_exit             id=1 ret=5"), "{s}");
+
+    // Enter jumps to the event's group.
+    t.keys(&["Enter"]);
+    let s = t.wait_for("Groups 3/3");
+    assert!(s.contains("│app-100 cookie=300000001 complete"), "{s}");
+
+    // Help, closed by any key.
+    t.keys(&["?"]);
+    t.wait_for("Help (any key closes)");
+    t.keys(&["x"]);
+    let start = Instant::now();
+    while t.screen().contains("Help (any key closes)") {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "help did not close"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Filter by comm.
+    t.keys(&["c", "o", "t", "h", "Enter"]);
+    let s = t.wait_for("Groups 1/3");
+    assert!(s.contains("filter comm~oth: 1 groups, 2 events"), "{s}");
+
+    // Resize: the layout follows.
+    let o = t.cmd(&["resize-window", "-t", "t", "-x", "70", "-y", "14"]);
+    assert!(o.status.success(), "{o:?}");
+    let s = t.wait_for("│TIME     PID     COMM         COOKIE       EVENTS DEPTH STATUS      │");
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(lines.len(), 14, "{s}");
+    assert_eq!(
+        lines[3],
+        "│0.000001 200     other        500000002    1      0     stack-lost  │"
+    );
+    assert_eq!(lines[7].chars().count(), 70, "{s}");
+    assert!(lines[7].starts_with("┌ Detail ─"), "{s}");
+
+    // Quit: the program exits cleanly.
+    t.keys(&["q"]);
+    let start = Instant::now();
+    loop {
+        let o = t.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            "t",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        let status = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if status == "1 0" {
+            break;
+        }
+        assert!(
+            t.alive() && start.elapsed() < Duration::from_secs(20),
+            "tui did not exit cleanly: {status:?}\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(t);
+    std::fs::remove_dir_all(&dir).ok();
+}
