@@ -24,7 +24,10 @@ pub fn host(needs_trace_cmd: bool) -> Option<Tracefs> {
     if std::env::var("CI").as_deref() == Ok("true") {
         panic!("CI=true but this host test cannot run: {why}");
     }
-    eprintln!("SKIP: {why}");
+    // Straight to stderr, not through the test harness's capture, so the
+    // reason shows up even for a passing (skipped) test.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "SKIP: {why}");
     None
 }
 
