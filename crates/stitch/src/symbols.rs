@@ -350,7 +350,9 @@ fn collect_syms(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
     // Several names often share an address (`write`, `__write`,
     // `__GI___libc_write`): prefer global names with fewer leading
     // underscores. Symbol versions (`@@GLIBC_2.34`) are dropped.
-    let mut syms: Vec<(u64, (bool, usize, usize), u64, String)> = file
+    // (address, preference rank, size, name)
+    type Ranked = (u64, (bool, usize, usize), u64, String);
+    let mut syms: Vec<Ranked> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())

@@ -2,7 +2,7 @@
 //! stitcher.
 
 use stitch::file;
-use stitch::testdata::{TraceBuilder, ID_SYS_ENTER};
+use stitch::testdata::ID_SYS_ENTER;
 use stitch::Status;
 use tracedata::reader::TraceFile;
 
