@@ -80,7 +80,10 @@ fn synthetic_file_is_indexed_and_stitched() {
         st.stacks.get(a.events[0].kernel_stack.unwrap()),
         &[0xffffffff81200010, 0xffffffff81100020]
     );
-    assert_eq!(st.stacks.get(st.groups[2].user_stack.unwrap().stack).len(), 1);
+    assert_eq!(
+        st.stacks.get(st.groups[2].user_stack.unwrap().stack).len(),
+        1
+    );
     assert_eq!(idx.comms.get(100), "app");
     assert_eq!(idx.comms.get(200), "other");
 
