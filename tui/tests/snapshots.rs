@@ -208,3 +208,28 @@ Tab events  j/k move  Enter detail  / search  n/N  p/c/e fil
 ";
     assert_eq!(screen_text(&app), want);
 }
+
+#[test]
+fn tiny_terminals_render_without_panic() {
+    let f = fixture(None);
+    let (mut app, mut src) = open(&f, (100, 24));
+    for (w, h) in [(0, 0), (1, 1), (5, 3), (20, 4), (30, 7), (200, 2)] {
+        for tab in [Tab::Groups, Tab::Events] {
+            send(
+                &mut app,
+                &mut src,
+                &[
+                    Msg::ShowTab(tab),
+                    Msg::Resize(w, h),
+                    Msg::Down(2),
+                    Msg::PageDown,
+                ],
+            );
+            let s = screen(&app);
+            assert_eq!(s.len(), h as usize);
+            send(&mut app, &mut src, &[Msg::ToggleHelp]);
+            let _ = screen(&app);
+            send(&mut app, &mut src, &[Msg::Back]);
+        }
+    }
+}

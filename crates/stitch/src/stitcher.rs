@@ -31,13 +31,15 @@ pub type StackId = u32;
 #[derive(Debug, Default, Clone)]
 pub struct Stacks {
     addrs: Vec<u64>,
-    ranges: Vec<(u32, u32)>,
+    ranges: Vec<(usize, u32)>,
 }
 
 impl Stacks {
     /// Stores a stack and returns its id.
     pub fn push(&mut self, stack: &[u64]) -> StackId {
-        let start = self.addrs.len() as u32;
+        // Stacks longer than u32::MAX entries cannot come from a record.
+        let stack = &stack[..stack.len().min(u32::MAX as usize)];
+        let start = self.addrs.len();
         self.addrs.extend_from_slice(stack);
         self.ranges.push((start, stack.len() as u32));
         (self.ranges.len() - 1) as StackId
@@ -46,7 +48,7 @@ impl Stacks {
     /// The addresses of stack `id` (empty for an unknown id).
     pub fn get(&self, id: StackId) -> &[u64] {
         match self.ranges.get(id as usize) {
-            Some(&(start, len)) => &self.addrs[start as usize..(start + len) as usize],
+            Some(&(start, len)) => &self.addrs[start..start + len as usize],
             None => &[],
         }
     }

@@ -328,21 +328,21 @@ impl ElfSymbols {
     /// Virtual address of `off` bytes after the load base.
     fn vaddr_from_base(&self, off: u64) -> Option<u64> {
         let first = self.segments.iter().map(|s| s.2).min()?;
-        Some((first & !0xfff) + off)
+        Some((first & !0xfff).wrapping_add(off))
     }
 
     fn vaddr(&self, file_off: u64) -> Option<u64> {
         self.segments
             .iter()
-            .find(|&&(off, size, _)| file_off >= off && file_off < off + size)
-            .map(|&(off, _, va)| file_off - off + va)
+            .find(|&&(off, size, _)| file_off >= off && file_off < off.saturating_add(size))
+            .map(|&(off, _, va)| (file_off - off).wrapping_add(va))
     }
 
     fn lookup(&self, vaddr: u64) -> Option<(&str, u64)> {
         let i = self.syms.partition_point(|s| s.0 <= vaddr);
         let (a, size, name) = self.syms.get(i.checked_sub(1)?)?;
         // Size 0 symbols (hand-written asm) cover up to the next symbol.
-        (size == &0 || vaddr < a + size).then_some((name.as_str(), vaddr - a))
+        (size == &0 || vaddr < a.saturating_add(*size)).then_some((name.as_str(), vaddr - a))
     }
 }
 
@@ -460,7 +460,7 @@ impl Symbolizer {
         // Key: (file, offset in the file) or (file, offset from the load
         // base | 1<<63) for base-only mappings.
         let key_off = match m.offset {
-            Some(o) => look - m.start + o,
+            Some(o) => (look - m.start).wrapping_add(o) & !(1 << 63),
             None => (look - m.start) | 1 << 63,
         };
         let key = (path.clone(), key_off);

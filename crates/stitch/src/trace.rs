@@ -432,7 +432,7 @@ pub fn fields_text(fmt: &EventFormat, rec: &Record<'_>) -> String {
                 FieldKind::Array { .. } => {
                     let es = f.elem_size(fmt.long_size).max(1);
                     let start = f.offset.min(rec.data.len());
-                    let end = (f.offset + f.size).min(rec.data.len());
+                    let end = f.offset.saturating_add(f.size).min(rec.data.len());
                     Ok(rec.data[start..end]
                         .chunks_exact(es)
                         .map(|c| {

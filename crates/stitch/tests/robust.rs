@@ -1,0 +1,107 @@
+//! Garbage in, no panic out: random records (special event ids with short
+//! or corrupt payloads, random losses) through the index and the views.
+
+use stitch::symbols::{ProcMaps, Symbolizer};
+use stitch::testdata;
+use stitch::trace::{Comms, Index, Locator};
+use tracedata::reader::Item;
+use tracedata::{EventFormat, Record};
+
+fn formats() -> Vec<EventFormat> {
+    let mut v = Vec::new();
+    for t in testdata::ftrace_formats() {
+        v.push(EventFormat::parse("ftrace", std::str::from_utf8(&t).unwrap()).unwrap());
+    }
+    for s in testdata::event_systems() {
+        for t in s.formats {
+            v.push(EventFormat::parse(&s.name, std::str::from_utf8(&t).unwrap()).unwrap());
+        }
+    }
+    v
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+#[test]
+fn random_records_do_not_panic() {
+    let ids = [
+        testdata::ID_COOKIE,
+        testdata::ID_UNWIND_STACK,
+        testdata::ID_USER_STACK,
+        testdata::ID_KERNEL_STACK,
+        testdata::ID_SYS_ENTER,
+        testdata::ID_SCHED_SWITCH,
+        999,
+    ];
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    for round in 0..200 {
+        let mut payloads = Vec::new();
+        for _ in 0..50 {
+            let len = (rng.next() % 120) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            if len >= 8 {
+                let id = ids[(rng.next() % ids.len() as u64) as usize];
+                d[0..2].copy_from_slice(&id.to_le_bytes());
+                // Few pids, so that groups form.
+                d[4..8].copy_from_slice(&((rng.next() % 3) as i32).to_le_bytes());
+            }
+            payloads.push(d);
+        }
+        let mut items = Vec::new();
+        for (i, d) in payloads.iter().enumerate() {
+            let cpu = (rng.next() % 3) as u32;
+            if rng.next() % 10 == 0 {
+                items.push(Ok::<_, String>(Item::Lost {
+                    cpu,
+                    ts: i as u64,
+                    count: (rng.next() % 2 == 0).then_some(rng.next() % 100),
+                }));
+            }
+            items.push(Ok(Item::Event(Record {
+                cpu,
+                ts: i as u64,
+                data: d,
+            })));
+        }
+        if round % 7 == 0 {
+            items.push(Err("injected read error".to_string()));
+        }
+        let idx = Index::build(formats(), Comms::default(), &Locator::default(), items);
+        assert_eq!(idx.events.len(), 50);
+        let mut sym = Symbolizer::new(
+            Some(testdata::KALLSYMS.to_string()),
+            ProcMaps::parse_procmaps("zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n"),
+        );
+        for g in &idx.stitched.groups {
+            let d = stitch::view::detail(
+                &idx,
+                g,
+                |s| {
+                    Some(Record {
+                        cpu: 0,
+                        ts: 0,
+                        data: &payloads[s as usize],
+                    })
+                },
+                &mut sym,
+            );
+            let _ = d.lines();
+        }
+        for s in 0..50u64 {
+            let r = Record {
+                cpu: 0,
+                ts: 0,
+                data: &payloads[s as usize],
+            };
+            let _ = stitch::view::event_text(&idx, s, Some(&r));
+        }
+    }
+}
