@@ -583,7 +583,11 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
             && inst.trace_clock().map(|c| c.0 == "mono").unwrap_or(false)
     });
     std::thread::sleep(Duration::from_millis(300));
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, sig).unwrap();
+    // A duplicate right away (terminal + timeout both signal) must not turn
+    // the clean stop into the emergency exit.
+    nix::sys::signal::kill(pid, sig).unwrap();
     let st = child.wait_with_output().unwrap();
     assert!(
         st.status.success(),

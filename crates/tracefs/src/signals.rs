@@ -8,8 +8,10 @@
 //! * the first signal only sets a flag ([`stop_requested`]): the recorder
 //!   sees it, stops, flushes every CPU, writes its file, and its
 //!   [`crate::Guard`] restores the settings as it is dropped;
-//! * a second signal restores right away through the registered
-//!   [`Restorer`] and exits with 128 + signal, for when the clean path hangs.
+//! * a second signal, more than a second after the first, restores right
+//!   away through the registered [`Restorer`] and exits with 128 + signal,
+//!   for when the clean path hangs (duplicates arriving together, as from
+//!   a terminal plus `timeout`, are ignored).
 //!
 //! No code runs in signal-handler context, so there is no async-signal-safety
 //! problem.
@@ -24,6 +26,8 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 static RESTORER: Mutex<Option<Restorer>> = Mutex::new(None);
+/// Signals within this time after the first one are taken as duplicates.
+const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
 fn stop_set() -> SigSet {
     let mut set = SigSet::empty();
@@ -44,20 +48,33 @@ pub fn install() -> Result<()> {
         .map_err(|e| Error::errno(Op::Signal, "SIGINT/SIGTERM", e))?;
     std::thread::Builder::new()
         .name("tracefs-signals".into())
-        .spawn(move || loop {
-            let Ok(sig) = set.wait() else { continue };
-            SIGNAL.store(sig as i32, Ordering::SeqCst);
-            if !STOP.swap(true, Ordering::SeqCst) {
-                continue;
-            }
-            // Second signal: the clean path did not finish; restore and go.
-            let restorer = RESTORER.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            if let Some(r) = restorer {
-                for e in r.restore() {
-                    eprintln!("{e}");
+        .spawn(move || {
+            let mut first: Option<std::time::Instant> = None;
+            loop {
+                let Ok(sig) = set.wait() else { continue };
+                SIGNAL.store(sig as i32, Ordering::SeqCst);
+                STOP.store(true, Ordering::SeqCst);
+                // The same signal often arrives twice at once (a terminal's
+                // Ctrl-C to the process group and `timeout` both signal the
+                // process and its group): only a signal that comes later than
+                // GRACE after the first one means "stop now".
+                match first {
+                    None => {
+                        first = Some(std::time::Instant::now());
+                        continue;
+                    }
+                    Some(t) if t.elapsed() < GRACE => continue,
+                    Some(_) => {}
                 }
+                // Second signal: the clean path did not finish; restore and go.
+                let restorer = RESTORER.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if let Some(r) = restorer {
+                    for e in r.restore() {
+                        eprintln!("{e}");
+                    }
+                }
+                std::process::exit(128 + sig as i32);
             }
-            std::process::exit(128 + sig as i32);
         })
         .map_err(|e| Error::io(Op::Signal, "signal thread", e))?;
     let _ = INSTALLED.set(());

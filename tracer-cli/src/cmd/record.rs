@@ -376,6 +376,9 @@ impl Drop for HeldChild {
 pub(crate) struct MapsTracker {
     roots: Vec<u32>,
     pids: HashSet<u32>,
+    /// Processes seen with user stacks in the recorded data (tgids); their
+    /// maps are read when first seen and once more at the end.
+    seen: HashSet<u32>,
     maps: BTreeMap<u32, ProcMap>,
 }
 
@@ -393,6 +396,7 @@ impl MapsTracker {
         MapsTracker {
             roots,
             pids,
+            seen: HashSet::new(),
             maps: BTreeMap::new(),
         }
     }
@@ -436,18 +440,134 @@ impl MapsTracker {
 
     /// Reads the maps of every tracked process that is still alive.
     pub fn snapshot(&mut self) {
-        for &pid in &self.pids {
+        let pids: Vec<u32> = self.pids.iter().copied().collect();
+        for pid in pids {
             let tgid = tgid_of(pid).unwrap_or(pid);
-            if let Ok(m) = ProcMap::read_proc(tgid) {
-                if !m.maps.is_empty() {
-                    self.maps.insert(tgid, m);
-                }
+            self.read(tgid);
+        }
+    }
+
+    fn read(&mut self, tgid: u32) {
+        if let Ok(m) = ProcMap::read_proc(tgid) {
+            if !m.maps.is_empty() {
+                self.maps.insert(tgid, m);
             }
+        }
+    }
+
+    /// Adds a task seen with a user stack in the trace and reads its
+    /// process's maps right away (before it can exit).
+    pub fn add_seen(&mut self, pid: u32) {
+        if pid == 0 || self.pids.contains(&pid) {
+            return;
+        }
+        let Some(tgid) = tgid_of(pid) else { return };
+        if self.seen.insert(tgid) {
+            self.read(tgid);
+        }
+    }
+
+    /// Reads the maps of the processes seen in the trace once more (those
+    /// still alive), to catch libraries loaded since they were first seen.
+    pub fn refresh_seen(&mut self) {
+        let seen: Vec<u32> = self.seen.iter().copied().collect();
+        for tgid in seen {
+            self.read(tgid);
         }
     }
 
     pub fn into_maps(self) -> Vec<ProcMap> {
         self.maps.into_values().collect()
+    }
+}
+
+/// Finds the tasks that have user stacks in the data recorded so far, by
+/// reading back the new whole pages of the per-CPU files (from the page
+/// cache; this side path does not slow the splice path down) and looking
+/// at the `user_stack` / `user_unwind_*` events.
+pub(crate) struct StackPidScanner {
+    files: Vec<(File, u64)>,
+    ids: HashSet<u16>,
+    header: tracedata::header::HeaderPage,
+    page_size: u64,
+}
+
+impl StackPidScanner {
+    /// `None` when the kernel has none of the stack events.
+    pub fn new(
+        fs: &Tracefs,
+        page_size: usize,
+        paths: &[(u32, PathBuf)],
+    ) -> Result<Option<StackPidScanner>> {
+        let mut ids = HashSet::new();
+        for name in ["user_stack", "user_unwind_stack", "user_unwind_cookie"] {
+            if let Ok(f) = fs.event_format("ftrace", name) {
+                if let Some(id) = f
+                    .lines()
+                    .find_map(|l| l.strip_prefix("ID:"))
+                    .and_then(|v| v.trim().parse().ok())
+                {
+                    ids.insert(id);
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let header = tracedata::header::HeaderPage::parse(&fs.header_page()?)?;
+        let mut files = Vec::new();
+        for (_, p) in paths {
+            files.push((
+                File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
+                0,
+            ));
+        }
+        Ok(Some(StackPidScanner {
+            files,
+            ids,
+            header,
+            page_size: page_size as u64,
+        }))
+    }
+
+    /// Scans the pages written since the last call; returns the pids found.
+    pub fn scan(&mut self) -> HashSet<u32> {
+        use std::os::unix::fs::FileExt;
+        let mut pids = HashSet::new();
+        let mut buf = vec![0u8; (self.page_size as usize) * 64];
+        for (file, done) in &mut self.files {
+            let Ok(len) = file.metadata().map(|m| m.len()) else {
+                continue;
+            };
+            let end = len - len % self.page_size;
+            while *done < end {
+                let want = ((end - *done) as usize).min(buf.len());
+                let Ok(n) = file.read_at(&mut buf[..want], *done) else {
+                    break;
+                };
+                let n = n - n % self.page_size as usize;
+                if n == 0 {
+                    break;
+                }
+                for page in buf[..n].chunks(self.page_size as usize) {
+                    let Ok(p) = tracedata::page::Page::new(page, &self.header) else {
+                        continue;
+                    };
+                    for (_, data) in p.events().flatten() {
+                        if data.len() >= 8
+                            && self.ids.contains(&u16::from_le_bytes([data[0], data[1]]))
+                        {
+                            let pid = i32::from_le_bytes([data[4], data[5], data[6], data[7]]);
+                            if pid > 0 {
+                                pids.insert(pid as u32);
+                            }
+                        }
+                    }
+                }
+                *done += n as u64;
+            }
+        }
+        pids
     }
 }
 
@@ -735,6 +855,11 @@ pub fn run(args: Args) -> Result<()> {
     let mut roots: Vec<u32> = args.trace.pids.clone();
     roots.extend(child_pid);
     let mut maps = MapsTracker::new(roots);
+    let mut scanner = if args.trace.user_stacks == UserStacks::Off {
+        None
+    } else {
+        StackPidScanner::new(&session.fs, inst.page_size(), &temps.0)?
+    };
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress { lines: 0 };
     let start = Instant::now();
@@ -752,6 +877,11 @@ pub fn run(args: Args) -> Result<()> {
             maps.scan_children();
         }
         maps.snapshot();
+        if let Some(sc) = scanner.as_mut().filter(|_| tick % 2 == 0) {
+            for pid in sc.scan() {
+                maps.add_seen(pid);
+            }
+        }
         if signals::stop_requested() {
             break;
         }
@@ -773,6 +903,12 @@ pub fn run(args: Args) -> Result<()> {
 
     // Stop writing, then let every reader drain its CPU completely.
     let (results, first_err) = readers.finish();
+    if let Some(sc) = scanner.as_mut() {
+        for pid in sc.scan() {
+            maps.add_seen(pid);
+        }
+        maps.refresh_seen();
+    }
     if show {
         progress.show(inst, &cpus, &counters, start.elapsed());
     }
