@@ -29,7 +29,8 @@ pub enum Item<'a> {
     Event(Record<'a>),
     /// Events were lost on `cpu` before the page whose first event follows
     /// (`ts` is that event's timestamp). `count` is `None` if the kernel did
-    /// not store how many.
+    /// not store how many. Losses flagged on pages without events are added
+    /// to the next one (except in [`Records::trace_cmd_compat`] mode).
     Lost {
         /// CPU that lost events.
         cpu: u32,
@@ -957,6 +958,8 @@ impl TraceFile {
                 peeked: None,
                 lost: None,
                 first_on_page: false,
+                carry: None,
+                compat: false,
                 done: false,
                 error_ctx: buffer.name.clone(),
             })
@@ -1011,6 +1014,15 @@ fn decompress_chunks(codec: Codec, b: &[u8], base: u64) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Adds up two losses; an unknown count makes the sum unknown.
+fn merge_missed(a: Option<Missed>, b: Missed) -> Missed {
+    match (a.unwrap_or(Missed::None), b) {
+        (Missed::None, m) | (m, Missed::None) => m,
+        (Missed::Count(x), Missed::Count(y)) => Missed::Count(x.saturating_add(y)),
+        _ => Missed::Unknown,
+    }
+}
+
 struct CpuStream<'a> {
     cpu: u32,
     data: &'a [u8],
@@ -1023,6 +1035,10 @@ struct CpuStream<'a> {
     lost: Option<Missed>,
     /// Whether `peeked` is the first event of its page at data offset 0.
     first_on_page: bool,
+    /// Losses of earlier pages that had no event to attach them to.
+    carry: Option<Missed>,
+    /// trace-cmd mode: losses of pages without events are forgotten.
+    compat: bool,
     done: bool,
     error_ctx: String,
 }
@@ -1053,7 +1069,11 @@ impl<'a> CpuStream<'a> {
                     }
                     None => {
                         self.page = None;
-                        self.lost = None;
+                        if let Some(m) = self.lost.take() {
+                            if !self.compat {
+                                self.carry = Some(merge_missed(self.carry, m));
+                            }
+                        }
                     }
                 }
             }
@@ -1068,9 +1088,10 @@ impl<'a> CpuStream<'a> {
                 self.done = true;
                 e.context(format!("page at {start:#x}")).context(self.ctx())
             })?;
-            self.lost = match page.missed() {
-                Missed::None => None,
-                m => Some(m),
+            self.lost = match (self.carry.take(), page.missed()) {
+                (None, Missed::None) => None,
+                (None, m) => Some(m),
+                (Some(c), m) => Some(merge_missed(Some(c), m)),
             };
             self.page = Some(page.items());
         }
@@ -1102,6 +1123,9 @@ impl<'a> Records<'a> {
     /// of the page data (not after a time extend or padding).
     pub fn trace_cmd_compat(mut self) -> Self {
         self.compat_lost = true;
+        for s in &mut self.streams {
+            s.compat = true;
+        }
         self
     }
 

@@ -564,3 +564,57 @@ fn specific_corruptions_have_clear_errors() {
         errs[0]
     );
 }
+
+#[test]
+fn losses_of_empty_pages_carry_over() {
+    // cpu 0: a page with 3 lost events and no event, then one with 4 more.
+    let p0 = PageBuilder::new(10).missed(Some(3)).finish(PAGE).unwrap();
+    let p1 = PageBuilder::new(20)
+        .missed(Some(4))
+        .event(0, &payload(1, 9), false)
+        .finish(PAGE)
+        .unwrap();
+    let p2 = PageBuilder::new(30).missed(None).finish(PAGE).unwrap();
+    let p3 = PageBuilder::new(40)
+        .missed(Some(5))
+        .event(0, &payload(1, 10), false)
+        .finish(PAGE)
+        .unwrap();
+    let mut b = build_v6(None);
+    let f = open(b.clone()).unwrap();
+    // Replace cpu 0's two pages by p0+p1 and cpu 1's page by p2 (size 1 page)
+    // then append p3 to cpu 1 by making it the last page of the file.
+    let c0 = f.buffers()[0].cpus[0].file_offset as usize;
+    let c1 = f.buffers()[0].cpus[1].file_offset as usize;
+    b[c0..c0 + PAGE].copy_from_slice(&p0);
+    b[c0 + PAGE..c0 + 2 * PAGE].copy_from_slice(&p1);
+    b.truncate(c1);
+    b.extend_from_slice(&p2);
+    b.extend_from_slice(&p3);
+    let size_at = b
+        .windows(16)
+        .position(|w| w == [(c1 as u64).to_le_bytes(), (PAGE as u64).to_le_bytes()].concat())
+        .unwrap()
+        + 8;
+    b[size_at..size_at + 8].copy_from_slice(&(2 * PAGE as u64).to_le_bytes());
+    let f = open(b).unwrap();
+    assert_eq!(
+        dump(&f, ""),
+        [
+            "lost 0 20 Some(7)",
+            "ev 0 20 9",
+            "lost 1 40 None",
+            "ev 1 40 10"
+        ]
+    );
+    // trace-cmd only knows about the loss flagged on the event's own page.
+    let compat: Vec<String> = f
+        .records(&f.buffers()[0])
+        .trace_cmd_compat()
+        .filter_map(|i| match i.unwrap() {
+            Item::Lost { cpu, count, .. } => Some(format!("{cpu} {count:?}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(compat, ["0 Some(4)", "1 Some(5)"]);
+}

@@ -133,13 +133,10 @@ impl Printer {
         if !file.cmdlines().is_empty() {
             t.parse_saved_cmdlines(file.cmdlines())?;
         }
-        let clock = file.clock().unwrap_or_default();
-        let tsc2nsec = file.options().iter().any(|o| o.id == option::TSC2NSEC);
-        let usecs = tsc2nsec || !matches!(clock.as_str(), "counter" | "x86-tsc");
         Ok(Printer {
             tep: t,
             seq: tep::TraceSeq::new(),
-            usecs,
+            usecs: in_usecs(file),
         })
     }
 
@@ -227,6 +224,33 @@ impl Printer {
     }
 }
 
+/// Whether trace-cmd prints timestamps as seconds with microseconds: yes,
+/// unless the TRACECLOCK option selects a clock that does not count
+/// nanoseconds (e.g. `counter`, `x86-tsc`) and no TSC2NSEC option converts it.
+fn in_usecs(file: &TraceFile) -> bool {
+    if file.options().iter().any(|o| o.id == option::TSC2NSEC) {
+        return true;
+    }
+    let Some(o) = file.options().iter().find(|o| o.id == option::TRACECLOCK) else {
+        return true;
+    };
+    let text = String::from_utf8_lossy(&o.data);
+    let Some(word) = text.split(' ').find(|w| w.starts_with('[')) else {
+        return true;
+    };
+    let clock = word
+        .split(['[', ']'])
+        .find(|p| !p.is_empty())
+        .unwrap_or("")
+        .split_whitespace()
+        .next()
+        .unwrap_or("");
+    matches!(
+        clock,
+        "local" | "global" | "uptime" | "perf" | "tsc2nsec" | "tai"
+    ) || clock.starts_with("mono")
+}
+
 /// trace-cmd's -F filters, through libtraceevent's filter engine.
 struct Filters {
     pos: Vec<*mut tep::tep_event_filter>,
@@ -296,6 +320,7 @@ struct Stream<'a> {
     next: Option<(Record<'a>, Option<Option<u64>>)>,
     done: bool,
     last_printed: Vec<bool>,
+    error: Option<tracedata::Error>,
 }
 
 struct Ctx<'f> {
@@ -315,7 +340,14 @@ impl<'a> Stream<'a> {
                         self.done = true;
                         return Ok(None);
                     }
-                    Some(Err(e)) => return Err(e.into()),
+                    Some(Err(e)) => {
+                        // Keep going with the other CPUs; report the first
+                        // error at the end.
+                        if self.error.is_none() {
+                            self.error = Some(e);
+                        }
+                        continue;
+                    }
                     Some(Ok(Item::Lost { count, .. })) => lost = Some(count),
                     Some(Ok(Item::Event(r))) => break r,
                 }
@@ -439,6 +471,7 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
             next: None,
             done: false,
             last_printed: Vec::new(),
+            error: None,
         })
         .collect();
     loop {
@@ -464,5 +497,8 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
         out.write_all(b"\n")?;
     }
     out.flush()?;
+    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
+        return Err(e.into());
+    }
     Ok(())
 }
