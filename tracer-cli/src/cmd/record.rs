@@ -1022,6 +1022,66 @@ mod tests {
         );
     }
 
+    fn payload(id: u16, pid: i32) -> Vec<u8> {
+        let mut p = vec![0u8; 16];
+        p[0..2].copy_from_slice(&id.to_le_bytes());
+        p[4..8].copy_from_slice(&pid.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn stack_pid_scanner_finds_user_stack_tasks_in_new_pages_only() {
+        use tracedata::page::build::PageBuilder;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tracefs");
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put(
+            "events/header_page",
+            "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+             \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+             \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+             \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n",
+        );
+        put(
+            "events/ftrace/user_stack/format",
+            "name: user_stack\nID: 12\n",
+        );
+        put(
+            "events/ftrace/kernel_stack/format",
+            "name: kernel_stack\nID: 4\n",
+        );
+        let fs = Tracefs::at(&root).unwrap();
+        let data = dir.path().join("cpu0");
+        std::fs::write(&data, b"").unwrap();
+        let mut sc = StackPidScanner::new(&fs, 4096, &[(0, data.clone())])
+            .unwrap()
+            .unwrap();
+        assert!(sc.scan().is_empty());
+
+        let page = |events: &[(u16, i32)]| {
+            let mut b = PageBuilder::new(1000);
+            for &(id, pid) in events {
+                b = b.event(1, &payload(id, pid), false);
+            }
+            b.finish(4096).unwrap()
+        };
+        let mut bytes = page(&[(300, 7), (12, 42), (4, 43), (12, 42)]);
+        bytes.extend(page(&[(12, 99)]));
+        std::fs::write(&data, &bytes).unwrap();
+        let got: std::collections::BTreeSet<u32> = sc.scan().into_iter().collect();
+        assert_eq!(got, [42, 99].into_iter().collect());
+        // A partial page at the end is left for later; old pages are not read again.
+        bytes.extend(page(&[(12, 5)]));
+        bytes.extend_from_slice(&page(&[(12, 6)])[..100]);
+        std::fs::write(&data, &bytes).unwrap();
+        let got: Vec<u32> = sc.scan().into_iter().collect();
+        assert_eq!(got, vec![5]);
+    }
+
     #[test]
     fn write_options_follow_the_flags() {
         let o = write_options(7, None).unwrap();
