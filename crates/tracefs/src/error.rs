@@ -64,7 +64,7 @@ pub enum Error {
         /// The underlying error (carries the errno).
         source: io::Error,
     },
-    /// tracefs is not mounted and could not be mounted.
+    /// tracefs is not mounted (and could not be mounted); the text says why.
     NotMounted(String),
     /// Something asked for does not exist (event, option, instance, clock...).
     NotFound {
@@ -132,7 +132,7 @@ impl fmt::Display for Error {
                     describe(source)
                 )
             }
-            Error::NotMounted(why) => write!(f, "tracefs: not found: {why}"),
+            Error::NotMounted(why) => write!(f, "tracefs: {why}"),
             Error::NotFound { what, name } => write!(f, "tracefs: no such {what}: {name}"),
             Error::Parse { path, detail } => {
                 write!(f, "tracefs: unexpected contents in {path}: {detail}")
@@ -142,14 +142,9 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Error::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
+/// The errno text is already part of the message, so no `source()` is
+/// given: printing the chain (`{:#}` in anyhow) stays one clean line.
+impl std::error::Error for Error {}
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,8 @@
 //! Every error names the file (relative to the tracefs root) and the errno:
 //! `tracefs: cannot write events/sched/enable: Permission denied`.
 
+#![warn(missing_docs)]
+
 mod error;
 mod fsio;
 mod guard;
@@ -119,12 +121,8 @@ impl Tracefs {
     pub fn open() -> Result<Tracefs> {
         match mount::find() {
             Ok(root) => Ok(Tracefs { root }),
-            Err(find_err) => match mount::mount_default() {
-                Ok(root) => Ok(Tracefs { root }),
-                Err(mount_err) => Err(Error::NotMounted(format!(
-                    "{find_err}; and mounting failed: {mount_err}"
-                ))),
-            },
+            Err(Error::NotMounted(_)) => mount::mount_default().map(|root| Tracefs { root }),
+            Err(e) => Err(e),
         }
     }
 
@@ -139,7 +137,7 @@ impl Tracefs {
         let root = root.into();
         if !root.join("events").is_dir() {
             return Err(Error::NotMounted(format!(
-                "{} does not look like tracefs (no events/ directory)",
+                "{} is not a tracefs (no events/ directory)",
                 root.display()
             )));
         }

@@ -53,7 +53,8 @@ pub(crate) fn parse_mountinfo(text: &str) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (tracefs, debugfs)
 }
 
-/// Finds a mounted tracefs.
+/// Finds a mounted tracefs. A tracefs that exists but cannot be read (not
+/// root) is reported as a permission error on that directory.
 pub(crate) fn find() -> Result<PathBuf> {
     let default = Path::new(DEFAULT);
     if looks_like_tracefs(default) {
@@ -62,11 +63,21 @@ pub(crate) fn find() -> Result<PathBuf> {
     let text = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| Error::io(Op::Read, "/proc/self/mountinfo", e))?;
     let (tracefs, debugfs) = parse_mountinfo(&text);
-    tracefs
+    let mut denied = None;
+    for p in tracefs
         .into_iter()
         .chain(debugfs.into_iter().map(|d| d.join("tracing")))
-        .find(|p| looks_like_tracefs(p))
-        .ok_or_else(|| Error::NotMounted("no tracefs in /proc/self/mountinfo".into()))
+    {
+        if looks_like_tracefs(&p) {
+            return Ok(p);
+        }
+        if let Err(e) = std::fs::read_dir(&p) {
+            if e.kind() == std::io::ErrorKind::PermissionDenied && denied.is_none() {
+                denied = Some(Error::io(Op::Open, p.display().to_string(), e));
+            }
+        }
+    }
+    Err(denied.unwrap_or_else(|| Error::NotMounted("tracefs is not mounted".into())))
 }
 
 /// Mounts tracefs on /sys/kernel/tracing.
@@ -74,7 +85,9 @@ pub(crate) fn mount_default() -> Result<PathBuf> {
     use nix::mount::{mount, MsFlags};
     let target = Path::new(DEFAULT);
     if !target.is_dir() {
-        return Err(Error::NotMounted(format!("{DEFAULT} does not exist")));
+        return Err(Error::NotMounted(format!(
+            "tracefs is not mounted and {DEFAULT} does not exist"
+        )));
     }
     mount(
         Some("tracefs"),
@@ -83,7 +96,12 @@ pub(crate) fn mount_default() -> Result<PathBuf> {
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
         None::<&str>,
     )
-    .map_err(|e| Error::errno(Op::Mount, DEFAULT, e))?;
+    .map_err(|e| {
+        Error::NotMounted(format!(
+            "tracefs is not mounted, and mounting it on {DEFAULT} failed: {}",
+            e.desc()
+        ))
+    })?;
     if looks_like_tracefs(target) {
         Ok(target.to_path_buf())
     } else {

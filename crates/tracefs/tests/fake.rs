@@ -185,5 +185,11 @@ fn owned_instance_is_removed() {
 fn not_tracefs_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let err = Tracefs::at(dir.path()).unwrap_err().to_string();
-    assert!(err.starts_with("tracefs: not found: "), "{err}");
+    assert_eq!(
+        err,
+        format!(
+            "tracefs: {} is not a tracefs (no events/ directory)",
+            dir.path().display()
+        )
+    );
 }
