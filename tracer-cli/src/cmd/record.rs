@@ -442,8 +442,15 @@ impl MapsTracker {
     pub fn snapshot(&mut self) {
         let pids: Vec<u32> = self.pids.iter().copied().collect();
         for pid in pids {
-            let tgid = tgid_of(pid).unwrap_or(pid);
-            self.read(tgid);
+            match tgid_of(pid) {
+                Some(tgid) => self.read(tgid),
+                // Gone: keep its last maps, stop looking (and never look
+                // again at a recycled pid that is not a descendant).
+                None if !self.roots.contains(&pid) => {
+                    self.pids.remove(&pid);
+                }
+                None => {}
+            }
         }
     }
 
