@@ -396,3 +396,77 @@ fn forced_drops_are_reported_like_trace_cmd() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Runs `tracer-cli report` on `file`, expecting a one-line error.
+fn expect_one_line_error(file: &Path) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["report", "-i"])
+        .arg(file)
+        .output()
+        .expect("run tracer-cli report");
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert_eq!(o.status.code(), Some(1), "{}: {err}", file.display());
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("tracer-cli: "), "{err}");
+    err
+}
+
+#[test]
+fn bad_files_give_one_line_errors() {
+    let dir = tmpdir("bad");
+    let f = dir.join("garbage.dat");
+    std::fs::write(&f, b"this is not a trace file").unwrap();
+    let e = expect_one_line_error(&f);
+    assert!(
+        e.ends_with("garbage.dat: file header: corrupt data: not a trace.dat file (bad magic)\n"),
+        "{e}"
+    );
+    std::fs::write(&f, b"").unwrap();
+    expect_one_line_error(&f);
+    std::fs::write(&f, b"\x17\x08\x44tracing7\0\0\x08").unwrap();
+    let e = expect_one_line_error(&f);
+    assert!(e.contains("expected 4 bytes, only 0 left"), "{e}");
+    let e = expect_one_line_error(&dir.join("missing.dat"));
+    assert!(e.contains("No such file or directory"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn truncated_extract_files_give_one_line_errors() {
+    if !prerequisites() {
+        return;
+    }
+    let dir = tmpdir("trunc");
+    let inst = Instance::new("trunc");
+    inst.write("buffer_size_kb", "256");
+    inst.write("events/sched/enable", "1");
+    workload();
+    inst.write("tracing_on", "0");
+    let file = dir.join("t.dat");
+    inst.extract(&file);
+    drop(inst);
+    let none = dir.join("none.dat");
+    convert(&file, &none, &["--compression", "none"]);
+    for src in [&file, &none] {
+        let full = std::fs::read(src).unwrap();
+        assert!(full.len() > 8192);
+        // The file ends with the options section and then the strings
+        // section (section descriptions only, which trace-cmd also reads
+        // fine when cut); every cut below lands in something needed.
+        for cut in [
+            1,
+            17,
+            100,
+            full.len() / 3,
+            full.len() / 2,
+            full.len() - 4097,
+            full.len() - 200,
+        ] {
+            let t = dir.join("cut.dat");
+            std::fs::write(&t, &full[..cut]).unwrap();
+            expect_one_line_error(&t);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
