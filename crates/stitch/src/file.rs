@@ -26,13 +26,16 @@ impl std::fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
-/// The buffer called `name` (`None`: the top buffer, or the first buffer
-/// when the file only has instances).
+/// The buffer called `name` (`""` for the top one). `None`: the first
+/// buffer that holds data, the top one first (a recording into an instance
+/// leaves the top buffer empty).
 pub fn buffer<'f>(file: &'f TraceFile, name: Option<&str>) -> Result<&'f Buffer, Error> {
     match name {
         Some(n) => file.buffer(n).ok_or_else(|| Error::NoBuffer(n.to_string())),
         None => file
-            .buffer("")
+            .buffers()
+            .iter()
+            .find(|b| b.cpus.iter().any(|c| !file.cpu_data(c).is_empty()))
             .or_else(|| file.buffers().first())
             .ok_or_else(|| Error::NoBuffer(String::new())),
     }
