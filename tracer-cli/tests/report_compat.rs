@@ -285,7 +285,7 @@ fn cpu_and_event_filters_match_trace_cmd() {
         }
         out
     };
-    let cases: [(&[&str], &dyn Fn(&str) -> bool); 4] = [
+    let cases: [(&[&str], &EventPredicate); 4] = [
         (&["-F", "sched_switch"], &|n| n == "sched_switch"),
         (&["-F", "sys_enter_write"], &|n| n == "sys_enter_write"),
         (&["-F", "sched/sched_wakeup"], &|n| n == "sched_wakeup"),
@@ -326,6 +326,9 @@ fn cpu_and_event_filters_match_trace_cmd() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Which event names a filter keeps.
+type EventPredicate = dyn Fn(&str) -> bool;
 
 /// Parses `overrun: N` from a per-CPU stats text.
 fn overrun(stats: &str) -> u64 {
