@@ -436,6 +436,9 @@ fn forced_drops_agree_with_kernel_stats() {
     let load = build_c(dir.path(), "ustk_load", LOAD);
     let out = dir.path().join("drops.dat");
     let name = inst_name("drops");
+    // The instance exists before record, so it stays and its live kernel
+    // stats can be read afterwards.
+    let owned = fs.create_instance(&name).unwrap();
     // sys_exit_getppid records are 28 bytes: a full page leaves room for the
     // stored lost count, so every loss has a number.
     run_ok(
@@ -456,7 +459,6 @@ fn forced_drops_agree_with_kernel_stats() {
             .arg(&load)
             .arg("400"),
     );
-    let _ = fs;
     let tf = TraceFile::open(&out).unwrap();
     let buf = tf.buffer(&name).unwrap();
     let mut lost: HashMap<u32, u64> = HashMap::new();
@@ -494,6 +496,13 @@ fn forced_drops_agree_with_kernel_stats() {
         let cpu = *cpu;
         let s = tracefs::CpuStats::parse(cpu, text);
         let overrun = s.overrun.unwrap();
+        let live = owned.cpu_stats(cpu).unwrap();
+        assert_eq!(
+            live.overrun,
+            Some(overrun),
+            "CPU{cpu}: CPUSTAT vs the kernel's stats now"
+        );
+        assert_eq!(live.read_events, s.read_events, "CPU{cpu}: read events");
         total_overrun += overrun;
         assert_eq!(
             lost.get(&cpu).copied().unwrap_or(0),
@@ -526,6 +535,7 @@ fn forced_drops_agree_with_kernel_stats() {
         })
         .sum();
     assert_eq!(reported, total_overrun);
+    owned.remove().unwrap();
 }
 
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
