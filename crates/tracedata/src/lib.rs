@@ -11,6 +11,30 @@
 //!   and merges the per-CPU streams by timestamp;
 //! - [`writer`] and [`compress`] write trace.dat files;
 //! - [`error`] is the one error type of the crate.
+//!
+//! Reading a file:
+//!
+//! ```no_run
+//! use tracedata::{Item, TraceFile};
+//!
+//! let file = TraceFile::open("trace.dat")?;
+//! let switch = file.formats().by_name("sched", "sched_switch");
+//! for buffer in file.buffers() {
+//!     for item in file.records(buffer) {
+//!         match item? {
+//!             Item::Event(rec) => {
+//!                 let Some(fmt) = file.formats().of(&rec) else { continue };
+//!                 if Some(fmt) == switch {
+//!                     let next = rec.str_field(fmt, "next_comm")?;
+//!                     println!("{} [{:03}] switch to {next}", rec.ts, rec.cpu);
+//!                 }
+//!             }
+//!             Item::Lost { cpu, count, .. } => println!("cpu {cpu} lost {count:?}"),
+//!         }
+//!     }
+//! }
+//! # Ok::<(), tracedata::Error>(())
+//! ```
 
 pub mod compress;
 pub mod dat;
