@@ -371,6 +371,15 @@ fn collect_syms(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
         .collect()
 }
 
+/// Rust names (legacy `_ZN...E` and v0 `_R...`) demangled without their
+/// hash; other names as they are.
+pub fn demangle(name: &str) -> String {
+    match rustc_demangle::try_demangle(name) {
+        Ok(d) => format!("{d:#}"),
+        Err(_) => name.to_string(),
+    }
+}
+
 fn debug_file(file: &object::File<'_>) -> Option<PathBuf> {
     let id = file.build_id().ok()??;
     if id.len() < 2 {
@@ -506,7 +515,7 @@ impl Symbolizer {
             return (None, 0);
         };
         match elf.lookup(va) {
-            Some((name, off)) => (Some(name.to_string()), off),
+            Some((name, off)) => (Some(demangle(name)), off),
             None => (None, 0),
         }
     }

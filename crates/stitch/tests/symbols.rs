@@ -1,6 +1,19 @@
 //! Symbolization: kallsyms, process maps, ELF symbols.
 
-use stitch::symbols::{Frame, KernelSymbols, ProcMaps, Symbolizer};
+use stitch::symbols::{demangle, Frame, KernelSymbols, ProcMaps, Symbolizer};
+
+#[test]
+fn rust_names_are_demangled() {
+    assert_eq!(
+        demangle("_ZN4core3num23_$LT$impl$u20$usize$GT$16from_ascii_radix17h81be102ed004fbbdE"),
+        "core::num::<impl usize>::from_ascii_radix"
+    );
+    assert_eq!(demangle("__libc_start_main"), "__libc_start_main");
+    assert_eq!(
+        demangle("_ZNKSt6vectorIiE4sizeEv"),
+        "_ZNKSt6vectorIiE4sizeEv"
+    );
+}
 
 const KALLSYMS: &str = "\
 ffffffff81000000 T _stext
