@@ -115,6 +115,26 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// A process whose main thread calls getppid for argv[1] milliseconds.
+const PIDLOOP: &str = r#"
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    long ms = argc > 1 ? atol(argv[1]) : 1000;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    do {
+        for (int i = 0; i < 100; i++)
+            syscall(SYS_getppid);
+        usleep(1000);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+    } while ((b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 < ms);
+    return 0;
+}
+"#;
+
 fn inst_name(tag: &str) -> String {
     format!("hostrec_{tag}_{}", std::process::id())
 }
@@ -663,4 +683,86 @@ fn deferred_user_stacks_need_the_patched_kernel() {
         );
     }
     assert!(fs.instance(&name).is_err(), "instance left behind");
+}
+
+#[test]
+fn record_with_pid_filter_traces_only_that_process() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let prog = build_c(dir.path(), "ustk_pidloop", PIDLOOP);
+    let mut target = Command::new(&prog).arg("3000").spawn().unwrap();
+    let tpid = target.id();
+    let name = inst_name("pid");
+    let out = dir.path().join("pid.dat");
+    let rec = tracer_cli()
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "syscalls:sys_enter_getppid",
+            "-e",
+            "sched:sched_switch",
+        ])
+        .args(["-P", &tpid.to_string(), "--user-stacks", "sync", "-o"])
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("record to start", || {
+        fs.instance(&name)
+            .and_then(|i| i.tracing_on())
+            .unwrap_or(false)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(rec.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let st = rec.wait_with_output().unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    let _ = target.kill();
+    let _ = target.wait();
+    assert!(fs.instance(&name).is_err(), "instance left behind");
+
+    let tf = TraceFile::open(&out).unwrap();
+    let buf = tf.buffer(&name).unwrap();
+    let f = tf.formats();
+    let mut getppid = 0;
+    for item in tf.records(buf) {
+        let Item::Event(r) = item.unwrap() else {
+            continue;
+        };
+        let fmt = f.of(&r).unwrap();
+        match fmt.name.as_str() {
+            "sys_enter_getppid" => {
+                assert_eq!(r.common_pid(), Some(tpid as i32), "getppid of another task");
+                getppid += 1;
+            }
+            // set_event_pid lets a switch in when either side is the pid.
+            "sched_switch" => {
+                let prev = r.i64_field(fmt, "prev_pid").unwrap();
+                let next = r.i64_field(fmt, "next_pid").unwrap();
+                assert!(
+                    prev == tpid as i64 || next == tpid as i64,
+                    "switch {prev} -> {next}"
+                );
+            }
+            _ => {}
+        }
+    }
+    // 100 calls per ~1 ms loop for 0.5 s: far more than 1000.
+    assert!(getppid > 1000, "only {getppid} getppid events");
+    let maps = tf.procmaps().unwrap_or_default();
+    assert!(
+        maps.lines()
+            .any(|l| l.starts_with(&format!("{:x} ", tpid)) && l.ends_with("ustk_pidloop")),
+        "no PROCMAPS for the -P pid:\n{maps}"
+    );
 }
