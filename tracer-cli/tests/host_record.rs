@@ -683,6 +683,35 @@ fn deferred_user_stacks_need_the_patched_kernel() {
         );
     }
     assert!(fs.instance(&name).is_err(), "instance left behind");
+
+    // The tracer of the patches, by name.
+    let tracers = fs.available_tracers().unwrap();
+    let out = tracer_cli()
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-p",
+            "user_unwind",
+            "-o",
+            "/dev/null",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    if !tracers.iter().any(|t| t == "user_unwind") {
+        assert!(!out.status.success());
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "tracer-cli: this kernel has no tracer user_unwind (available: {})\n",
+                tracers.join(" ")
+            )
+        );
+    }
+    assert!(fs.instance(&name).is_err(), "instance left behind");
 }
 
 #[test]

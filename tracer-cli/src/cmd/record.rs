@@ -205,6 +205,15 @@ pub(crate) fn setup(
         }
         _ => {}
     }
+    if let Some(t) = &opts.tracer {
+        let avail = fs.available_tracers()?;
+        if !avail.contains(t) {
+            bail!(
+                "this kernel has no tracer {t} (available: {})",
+                avail.join(" ")
+            );
+        }
+    }
     if opts.kernel_stacks && !inst.has_option("stacktrace") {
         bail!("this kernel has no stacktrace option");
     }
