@@ -201,3 +201,98 @@ fn tui_in_tmux() {
     drop(t);
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// `tui --live` on the host kernel: records a short command, refreshes
+/// while it runs, shows it stopped when it exits, saves the trace on quit
+/// and leaves no instance behind. Needs root and tmux.
+#[test]
+fn tui_live_in_tmux() {
+    let ci = std::env::var("CI").as_deref() == Ok("true");
+    let root = nix::unistd::geteuid().is_root();
+    if !have_tmux() || !root || !Path::new("/sys/kernel/tracing/instances").exists() {
+        let why = "needs root, tmux and tracefs";
+        if ci {
+            panic!("under CI=true this test must run: {why}");
+        }
+        eprintln!("SKIP: {why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-live-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("saved.dat");
+    let inst = format!("tui-live-{}", std::process::id());
+    let t = Tmux {
+        socket: format!("tracer-cli-live-{}", std::process::id()),
+    };
+    let cmd = format!(
+        "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do echo x; sleep 0.2; done'",
+        env!("CARGO_BIN_EXE_tracer-cli"),
+        out.display()
+    );
+    let o = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-x",
+        "110",
+        "-y",
+        "24",
+        &cmd,
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
+    t.wait_for("live: recording");
+    let s = t.wait_for("live: stopped: the command exited with status 0");
+    let head = s.lines().next().unwrap_or("");
+    assert!(head.starts_with(" live | "), "{s}");
+    // The command's groups are there, with the comm of the shell.
+    assert!(s.contains(" sh "), "{s}");
+    assert!(!s.contains("Groups 0/0"), "{s}");
+    t.keys(&["q"]);
+    let start = Instant::now();
+    loop {
+        let o = t.cmd(&[
+            "display-message",
+            "-p",
+            "-t",
+            "t",
+            "#{pane_dead} #{pane_dead_status}",
+        ]);
+        let status = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if status == "1 0" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "tui --live did not exit cleanly: {status:?}\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !Path::new("/sys/kernel/tracing/instances")
+            .join(&inst)
+            .exists(),
+        "instance left behind"
+    );
+    // The saved trace has the command's sys_enter events with user stacks.
+    let rep = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["report", "--stacks", "-i"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    let text = String::from_utf8(rep.stdout).unwrap();
+    let groups = text
+        .lines()
+        .filter(|l| l.starts_with("sh-") && l.contains(" sync complete "))
+        .count();
+    assert!(groups >= 10, "{groups} groups:\n{text:.3000}");
+    drop(t);
+    std::fs::remove_dir_all(&dir).ok();
+}

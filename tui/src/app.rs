@@ -782,6 +782,51 @@ impl App {
     }
 }
 
+impl App {
+    /// Carries the user's view (tab, focus, sort, filters, search, prompt,
+    /// help, message, selections) over from `old`, the state of a previous
+    /// snapshot of the same, growing trace. The selected group is found
+    /// again by (pid, cookie, first timestamp); a selection on the last
+    /// event stays on the last event (follows the tail).
+    pub fn carry_over(&mut self, old: &App) {
+        self.tab = old.tab;
+        self.focus = old.focus;
+        self.sort = old.sort;
+        self.sort_rev = old.sort_rev;
+        self.filter = old.filter.clone();
+        self.search = old.search.clone();
+        self.prompt = old.prompt.clone();
+        self.show_help = old.show_help;
+        self.message = old.message.clone();
+        self.apply_filter();
+        let key = old.selected_group().map(|g| {
+            let g = &old.idx.stitched.groups[g];
+            (g.pid, g.cookie, g.first_ts)
+        });
+        self.gsel = key
+            .and_then(|k| {
+                self.groups.iter().position(|&g| {
+                    let g = &self.idx.stitched.groups[g as usize];
+                    (g.pid, g.cookie, g.first_ts) == k
+                })
+            })
+            .unwrap_or(old.gsel);
+        self.goff = old.goff;
+        let at_tail = old.esel + 1 >= old.event_count() && old.event_count() > 0;
+        self.esel = if at_tail {
+            self.event_count().saturating_sub(1)
+        } else {
+            old.esel
+        };
+        self.eoff = old.eoff;
+        self.dscroll = if self.selected_group() == old.selected_group() {
+            old.dscroll
+        } else {
+            0
+        };
+    }
+}
+
 /// The first row to show so that `sel` is visible in `rows` rows.
 fn scroll_to(off: usize, sel: usize, rows: usize, len: usize) -> usize {
     let mut off = off.min(len.saturating_sub(rows));

@@ -92,14 +92,30 @@ fn restore() {
     let _ = execute!(io::stdout(), LeaveAlternateScreen, DisableMouseCapture);
 }
 
+/// A trace that grows while the TUI shows it (live mode).
+pub trait Live {
+    /// Called about once a second: a new snapshot file to show, if any,
+    /// and a status text for the status line (e.g. how much was recorded).
+    fn poll(&mut self) -> (Option<PathBuf>, Option<String>);
+}
+
 /// Runs the TUI on a terminal until the user quits.
 pub fn run(opts: &Options) -> Result<(), Error> {
+    run_with(opts, None)
+}
+
+/// Runs the TUI; with `live`, the file is reopened whenever `live` gives a
+/// new snapshot, keeping the user's view.
+pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), Error> {
     let io_err = |what: &str| {
         let what = what.to_string();
         move |e: io::Error| Error(format!("{what}: {e}"))
     };
     let (w, h) = crossterm::terminal::size().map_err(io_err("cannot get the terminal size"))?;
     let (mut app, src) = open(&opts.input, opts.buffer.as_deref(), (w, h))?;
+    if live.is_some() {
+        app.title = "live".to_string();
+    }
     let mut src = if opts.live_maps {
         src.with_live_maps()
     } else {
@@ -120,9 +136,35 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         loop {
             term.draw(|f| ui::render(f, &app))
                 .map_err(io_err("cannot draw"))?;
-            // Block for the first event, then drain what is queued so a
-            // fast key repeat or wheel does not lag behind.
-            let mut evs = vec![event::read().map_err(io_err("cannot read input"))?];
+            // Wait for the first event (in live mode at most a second, to
+            // refresh), then drain what is queued so a fast key repeat or
+            // wheel does not lag behind.
+            let mut evs = Vec::new();
+            match live.as_deref_mut() {
+                Some(l) => {
+                    if event::poll(Duration::from_secs(1)).map_err(io_err("cannot read input"))? {
+                        evs.push(event::read().map_err(io_err("cannot read input"))?);
+                    } else {
+                        let (snap, status) = l.poll();
+                        if let Some(path) = snap {
+                            let (mut next, next_src) =
+                                open(&path, opts.buffer.as_deref(), app.size)?;
+                            next.title = app.title.clone();
+                            next.carry_over(&app);
+                            app = next;
+                            src = next_src.with_live_maps();
+                        }
+                        if let Some(s) = status {
+                            if app.prompt.is_none() {
+                                app.message = s;
+                            }
+                        }
+                        app.refresh(&mut src);
+                        continue;
+                    }
+                }
+                None => evs.push(event::read().map_err(io_err("cannot read input"))?),
+            }
             while event::poll(Duration::ZERO).map_err(io_err("cannot read input"))? {
                 evs.push(event::read().map_err(io_err("cannot read input"))?);
             }
