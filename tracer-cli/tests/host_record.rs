@@ -429,24 +429,61 @@ fn trace_cmd_extract_file_reports_the_same_in_tracer_cli() {
 fn our_extract_after_start_stop_matches_trace_cmd_report() {
     let Some(fs) = host(true) else { return };
     let dir = tempfile::tempdir().unwrap();
-    let name = inst_name("ourextract");
-    run_ok(tracer_cli().args(["start", "-B", &name, "-e", "sched:sched_switch", "-T"]));
-    std::thread::sleep(Duration::from_millis(200));
-    run_ok(tracer_cli().args(["stop", "-B", &name]));
+    let (a, b) = (inst_name("ourextract_a"), inst_name("ourextract_b"));
+    run_ok(tracer_cli().args(["start", "-B", &a, "-e", "sched:sched_switch", "-T"]));
+    run_ok(tracer_cli().args(["start", "-B", &b, "-e", "syscalls:sys_enter_getppid"]));
+    let prog = build_c(dir.path(), "ustk_pidloop", PIDLOOP);
+    run_ok(Command::new(&prog).arg("100"));
+    std::fs::remove_file(&prog).unwrap();
+    std::fs::remove_file(dir.path().join("ustk_pidloop.c")).unwrap();
+    run_ok(tracer_cli().args(["stop", "-B", &a, "-B", &b]));
+    for n in [&a, &b] {
+        assert!(
+            !fs.instance(n).unwrap().tracing_on().unwrap(),
+            "{n} still on"
+        );
+    }
     let ours = dir.path().join("ours.dat");
     run_ok(
         tracer_cli()
-            .args(["extract", "-q", "-B", &name, "-o"])
+            .args(["extract", "-q", "-B", &a, "-B", &b, "-o"])
             .arg(&ours),
+    );
+    let tf = TraceFile::open(&ours).unwrap();
+    let names: Vec<&str> = tf.buffers().iter().map(|b| b.name.as_str()).collect();
+    assert!(
+        names.contains(&a.as_str()) && names.contains(&b.as_str()),
+        "{names:?}"
     );
     let text = assert_reports_equal(&ours);
     assert!(text.contains("kernel_stack:"), "no kernel stacks:\n{text}");
-    // extract consumed the buffer.
-    let inst = fs.instance(&name).unwrap();
-    for cpu in inst.cpus().unwrap() {
-        assert_eq!(inst.cpu_stats(cpu).unwrap().entries, Some(0));
+    let getppid = text
+        .lines()
+        .filter(|l| {
+            l.starts_with(&format!("{b}:"))
+                && l.contains("ustk_pidloop-")
+                && l.contains(" sys_enter_getppid:")
+        })
+        .count();
+    assert!(
+        getppid >= 100,
+        "only {getppid} getppid lines of instance {b}"
+    );
+    // extract consumed the buffers, and the temp files are gone.
+    for n in [&a, &b] {
+        let inst = fs.instance(n).unwrap();
+        for cpu in inst.cpus().unwrap() {
+            assert_eq!(inst.cpu_stats(cpu).unwrap().entries, Some(0));
+        }
     }
-    run_ok(tracer_cli().args(["reset", "-B", &name, "-d"]));
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("ours.dat")]);
+    run_ok(tracer_cli().args(["reset", "-B", &a, "-B", &b, "-d"]));
+    assert!(fs.instance(&a).is_err() && fs.instance(&b).is_err());
 }
 
 #[test]

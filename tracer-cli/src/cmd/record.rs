@@ -661,18 +661,15 @@ pub(crate) fn write_options(version: u32, compression: Option<&str>) -> Result<W
     })
 }
 
-/// Writes trace.dat from the per-CPU page files.
-pub(crate) fn write_dat(
-    output: &Path,
-    meta: &TraceMeta,
+/// The writer's description of one buffer: the instance's name and clock
+/// and its per-CPU page files with the stats taken at the end.
+pub(crate) fn buffer_data(
     inst: &Instance,
     cpu_files: &[(u32, PathBuf, CpuStats)],
-    opts: &WriteOptions,
-) -> Result<WriteSummary> {
-    let clock = inst.trace_clock()?.0;
-    let buffer = BufferData {
+) -> Result<BufferData> {
+    Ok(BufferData {
         name: inst.name().unwrap_or("").to_string(),
-        clock,
+        clock: inst.trace_clock()?.0,
         cpus: cpu_files
             .iter()
             .map(|(cpu, path, stats)| CpuData {
@@ -681,20 +678,44 @@ pub(crate) fn write_dat(
                 stats: Some(stats.raw.clone()),
             })
             .collect(),
-    };
-    let summary = write_trace_dat(output, meta, &[buffer], opts)?;
-    Ok(summary)
+    })
+}
+
+/// Writes trace.dat from the per-CPU page files of one instance.
+pub(crate) fn write_dat(
+    output: &Path,
+    meta: &TraceMeta,
+    inst: &Instance,
+    cpu_files: &[(u32, PathBuf, CpuStats)],
+    opts: &WriteOptions,
+) -> Result<WriteSummary> {
+    let buffer = buffer_data(inst, cpu_files)?;
+    Ok(write_trace_dat(output, meta, &[buffer], opts)?)
 }
 
 /// Per-CPU temp files `<output>.cpuN`, removed when dropped.
 pub(crate) struct TempFiles(pub Vec<(u32, PathBuf)>);
 
 impl TempFiles {
+    /// Creates `<output>.cpuN` for every CPU.
     pub fn create(output: &Path, cpus: &[u32]) -> Result<(TempFiles, Vec<File>)> {
+        Self::create_tagged(output, None, cpus)
+    }
+
+    /// Creates `<output>.<instance>.cpuN` (trace-cmd's names) for every CPU;
+    /// without an instance name, `<output>.cpuN`.
+    pub fn create_tagged(
+        output: &Path,
+        instance: Option<&str>,
+        cpus: &[u32],
+    ) -> Result<(TempFiles, Vec<File>)> {
         let mut t = TempFiles(Vec::new());
         let mut files = Vec::new();
         for &cpu in cpus {
             let mut name = output.as_os_str().to_owned();
+            if let Some(i) = instance {
+                name.push(format!(".{i}"));
+            }
             name.push(format!(".cpu{cpu}"));
             let path = PathBuf::from(name);
             let f =
