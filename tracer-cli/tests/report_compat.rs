@@ -225,6 +225,17 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     ] {
         assert!(text.contains(needle), "report lacks {needle:?}");
     }
+    // Nanosecond timestamps (-t) too.
+    let theirs = Command::new("trace-cmd")
+        .args(["report", "-t"])
+        .arg(&v7)
+        .output()
+        .expect("trace-cmd report -t");
+    assert!(theirs.status.success());
+    let ours = our_report(&v7, &["-t"]);
+    assert!(theirs.stdout == ours, "report -t differs from trace-cmd");
+    assert_ne!(ours, text.as_bytes());
+
     // Every line of an instance-only file carries the instance prefix.
     let prefix = format!("tcompat_full_{}: ", std::process::id());
     assert!(text.lines().skip(1).any(|l| l.starts_with(&prefix)));

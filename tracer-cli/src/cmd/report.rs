@@ -103,7 +103,10 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 pub struct Printer {
     tep: tep::Tep,
     seq: tep::TraceSeq,
-    usecs: bool,
+    /// Divisor and precision of the time column; `None` when the clock does
+    /// not count nanoseconds (then libtraceevent prints `%12d`).
+    time: Option<(u64, u32)>,
+    line: Vec<u8>,
 }
 
 impl Printer {
@@ -136,13 +139,17 @@ impl Printer {
         Ok(Printer {
             tep: t,
             seq: tep::TraceSeq::new(),
-            usecs: in_usecs(file),
+            time: in_usecs(file).then_some((1000, 6)),
+            line: Vec::with_capacity(256),
         })
     }
 
     /// Prints nanosecond timestamps (`trace-cmd report -t`).
     pub fn set_nsec(&mut self) {
         self.tep.set_flag(tep::TEP_NSEC_OUTPUT);
+        if self.time.is_some() {
+            self.time = Some((1, 9));
+        }
     }
 
     fn raw_record(r: &Record<'_>, ts: u64) -> tep::tep_record {
@@ -163,6 +170,10 @@ impl Printer {
 
     /// Formats one event line exactly like `trace-cmd report` (without the
     /// instance prefix and the final newline). `name` is the event name.
+    ///
+    /// The comm/pid/cpu and time columns are formatted here, the way
+    /// libtraceevent formats `"%16s-%-5d [%03d]"` and `" %6.1000d:"` (or
+    /// `" %9.1d:"` with `-t`); the event info comes from libtraceevent.
     pub fn format(
         &mut self,
         r: &Record<'_>,
@@ -170,46 +181,64 @@ impl Printer {
         name: &str,
         lost: Option<Option<u64>>,
     ) -> &[u8] {
-        self.seq.reset();
-        if let Some(l) = lost {
-            match l {
-                Some(n) if n > 0 => self
-                    .seq
-                    .puts(&format!("CPU:{} [{} EVENTS DROPPED]\n", r.cpu, n)),
-                Some(_) => {}
-                None => self.seq.puts(&format!("CPU:{} [EVENTS DROPPED]\n", r.cpu)),
+        use std::io::Write as _;
+        let line = &mut self.line;
+        line.clear();
+        match lost {
+            Some(Some(n)) if n > 0 => {
+                let _ = writeln!(line, "CPU:{} [{} EVENTS DROPPED]", r.cpu, n);
             }
+            Some(None) => {
+                let _ = writeln!(line, "CPU:{} [EVENTS DROPPED]", r.cpu);
+            }
+            _ => {}
         }
         let mut rec = Self::raw_record(r, ts);
-        let tfmt: &std::ffi::CStr = if self.usecs { c" %6.1000d:" } else { c"%12d:" };
-        // SAFETY: the handle, the seq and the record (whose data borrows `r`)
-        // are valid for the calls, and each variadic argument has the C type
-        // its conversion expects (a string for "COMM"/"INFO", an unsigned
-        // selector for PID/CPU/TIME).
-        unsafe {
-            tep::tep_print_event(
-                self.tep.as_ptr(),
-                self.seq.as_mut_ptr(),
-                &mut rec,
-                c"%16s-%-5d [%03d]".as_ptr(),
-                tep::TEP_PRINT_COMM.as_ptr(),
-                tep::TEP_PRINT_PID,
-                tep::TEP_PRINT_CPU,
-            );
-            tep::tep_print_event(
-                self.tep.as_ptr(),
-                self.seq.as_mut_ptr(),
-                &mut rec,
-                tfmt.as_ptr(),
-                tep::TEP_PRINT_TIME,
-            );
+        let pid = r.common_pid().unwrap_or(0);
+        // SAFETY: the handle is valid; the returned string is owned by it and
+        // copied before any other call.
+        let comm = unsafe {
+            let p = tep::tep_data_comm_from_pid(self.tep.as_ptr(), pid);
+            if p.is_null() {
+                &b"<...>"[..]
+            } else {
+                std::ffi::CStr::from_ptr(p).to_bytes()
+            }
+        };
+        for _ in comm.len()..16 {
+            line.push(b' ');
         }
-        let mut pad = format!(" {name}: ");
-        if name.len() < 20 {
-            pad.push_str(&" ".repeat(20 - name.len()));
+        line.extend_from_slice(comm);
+        let _ = write!(line, "-{pid:<5} [{:03}]", r.cpu);
+        match self.time {
+            Some((div, prec)) => {
+                line.push(b' ');
+                format_time(line, ts, div, prec);
+                line.push(b':');
+            }
+            None => {
+                self.seq.reset();
+                // SAFETY: the handle, the seq and the record (whose data
+                // borrows `r`) are valid for the call, and TEP_PRINT_TIME is
+                // the unsigned selector the `%d` conversion expects.
+                unsafe {
+                    tep::tep_print_event(
+                        self.tep.as_ptr(),
+                        self.seq.as_mut_ptr(),
+                        &mut rec,
+                        c"%12d:".as_ptr(),
+                        tep::TEP_PRINT_TIME,
+                    );
+                }
+                line.extend_from_slice(self.seq.as_bytes());
+            }
         }
-        self.seq.puts(&pad);
-        // SAFETY: as above.
+        let _ = write!(line, " {name}: ");
+        for _ in name.len()..20 {
+            line.push(b' ');
+        }
+        self.seq.reset();
+        // SAFETY: as above; the `%s` conversion gets the "INFO" string.
         unsafe {
             tep::tep_print_event(
                 self.tep.as_ptr(),
@@ -219,8 +248,24 @@ impl Printer {
                 tep::TEP_PRINT_INFO.as_ptr(),
             );
         }
-        let b = self.seq.as_bytes();
-        b.strip_suffix(b"\n").unwrap_or(b)
+        line.extend_from_slice(self.seq.as_bytes());
+        if line.last() == Some(&b'\n') {
+            line.pop();
+        }
+        line
+    }
+}
+
+/// libtraceevent 1.7's time column: `ts` divided by `div` (rounded), printed
+/// as `%5llu.%0<prec>llu` (as `%12llu` without a precision).
+fn format_time(out: &mut Vec<u8>, ts: u64, div: u64, prec: u32) {
+    use std::io::Write as _;
+    let t = if div > 1 { (ts + div / 2) / div } else { ts };
+    let p10 = 10u64.pow(prec);
+    if p10 > 1 {
+        let _ = write!(out, "{:5}.{:0w$}", t / p10, t % p10, w = prec as usize);
+    } else {
+        let _ = write!(out, "{t:12}");
     }
 }
 
@@ -501,4 +546,69 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
         return Err(e.into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The time column must match libtraceevent's own rendering.
+    #[test]
+    fn time_column_matches_libtraceevent() {
+        let mut t = tep::Tep::new(8, 4096).unwrap();
+        let fmt = "name: ev\nID: 1\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"x\"\n";
+        t.parse_event(fmt.as_bytes(), "test").unwrap();
+        let mut seq = tep::TraceSeq::new();
+        let mut data = [1u8, 0, 0, 0, 0, 0, 0, 0];
+        for ts in [
+            0u64,
+            1,
+            499,
+            500,
+            999_999,
+            1_000_000_499,
+            1_000_000_500,
+            59_999_999_999,
+            1_234_567_890_123,
+            123_456_789_012_345_678,
+        ] {
+            for (fmt, div, prec) in [(c"%6.1000d", 1000, 6), (c"%9.1d", 1, 9)] {
+                let mut rec = tep::tep_record {
+                    ts,
+                    offset: 0,
+                    missed_events: 0,
+                    record_size: 8,
+                    size: 8,
+                    data: data.as_mut_ptr().cast(),
+                    cpu: 0,
+                    ref_count: 1,
+                    locked: 0,
+                    priv_: std::ptr::null_mut(),
+                };
+                seq.reset();
+                // SAFETY: valid handle, seq and record; TIME selector for %d.
+                unsafe {
+                    tep::tep_print_event(
+                        t.as_ptr(),
+                        seq.as_mut_ptr(),
+                        &mut rec,
+                        fmt.as_ptr(),
+                        tep::TEP_PRINT_TIME,
+                    )
+                };
+                let mut ours = Vec::new();
+                format_time(&mut ours, ts, div, prec);
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(seq.as_bytes()),
+                    "ts {ts} fmt {fmt:?}"
+                );
+            }
+        }
+    }
 }
