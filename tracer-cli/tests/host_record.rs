@@ -832,3 +832,32 @@ fn record_with_pid_filter_traces_only_that_process() {
         "no PROCMAPS for the -P pid:\n{maps}"
     );
 }
+
+#[test]
+fn a_command_that_cannot_run_is_one_clear_error_and_restores() {
+    let Some(fs) = host(false) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let name = inst_name("noexec");
+    let out = tracer_cli()
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "sched:sched_switch",
+            "-o",
+        ])
+        .arg(dir.path().join("x.dat"))
+        .args(["--", "/nonexistent/ustk-program", "arg"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "tracer-cli: cannot run /nonexistent/ustk-program: No such file or directory\n"
+    );
+    assert!(fs.instance(&name).is_err(), "instance left behind");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+    assert!(left.is_empty(), "files left: {left:?}");
+}

@@ -301,6 +301,10 @@ pub(crate) fn setup(
 pub(crate) struct HeldChild {
     pub pid: nix::unistd::Pid,
     go: Option<std::os::fd::OwnedFd>,
+    /// Read end of a close-on-exec pipe: EOF once exec succeeded, the errno
+    /// (4 bytes) if it failed.
+    exec_err: Option<std::os::fd::OwnedFd>,
+    program: String,
 }
 
 impl HeldChild {
@@ -313,17 +317,21 @@ impl HeldChild {
             .map(|a| CString::new(a.as_str()))
             .collect::<Result<_, _>>()
             .context("command argument contains a NUL byte")?;
+        let Some(first) = cargs.first() else {
+            bail!("no command given");
+        };
         let mut ptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
         ptrs.push(std::ptr::null());
-        let err_msg =
-            CString::new(format!("tracer-cli: cannot run {}\n", argv[0])).unwrap_or_default();
         let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
+        let (er, ew) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
         // SAFETY: after fork the child only calls async-signal-safe functions
         // (close, read, sigprocmask, execvp, write, _exit) on data prepared
         // before the fork; the parent continues normally.
         match unsafe { nix::unistd::fork() }.context("fork")? {
             nix::unistd::ForkResult::Child => unsafe {
                 libc::close(w.as_raw_fd());
+                libc::close(er.as_raw_fd());
                 let mut b = 0u8;
                 loop {
                     let n = libc::read(r.as_raw_fd(), (&mut b as *mut u8).cast(), 1);
@@ -338,24 +346,46 @@ impl HeldChild {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
-                libc::execvp(ptrs[0], ptrs.as_ptr());
-                libc::write(2, err_msg.as_ptr().cast(), err_msg.as_bytes().len());
+                libc::execvp(first.as_ptr(), ptrs.as_ptr());
+                let errno = (*libc::__errno_location()).to_ne_bytes();
+                libc::write(ew.as_raw_fd(), errno.as_ptr().cast(), errno.len());
                 libc::_exit(127);
             },
             nix::unistd::ForkResult::Parent { child } => {
                 drop(r);
+                drop(ew);
                 Ok(HeldChild {
                     pid: child,
                     go: Some(w),
+                    exec_err: Some(er),
+                    program: argv[0].clone(),
                 })
             }
         }
     }
 
-    /// Lets the child exec.
+    /// Lets the child exec, and waits until the exec happened: a command
+    /// that cannot be run is an error here.
     pub fn release(&mut self) -> Result<()> {
         if let Some(w) = self.go.take() {
             nix::unistd::write(&w, b"g").context("starting the command")?;
+        }
+        if let Some(er) = self.exec_err.take() {
+            let mut buf = [0u8; 4];
+            let mut got = 0;
+            while got < 4 {
+                match nix::unistd::read(&er, &mut buf[got..]) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(e) => return Err(e).context("waiting for the command to start"),
+                }
+            }
+            if got == 4 {
+                let _ = nix::sys::wait::waitpid(self.pid, None);
+                let errno = nix::errno::Errno::from_raw(i32::from_ne_bytes(buf));
+                bail!("cannot run {}: {}", self.program, errno.desc());
+            }
         }
         Ok(())
     }
@@ -374,8 +404,11 @@ impl HeldChild {
 
 impl Drop for HeldChild {
     fn drop(&mut self) {
-        // Closing the go pipe unreleased makes the child exit without running.
-        self.go.take();
+        // Closing the go pipe unreleased makes the child exit without
+        // running; reap it.
+        if self.go.take().is_some() {
+            let _ = nix::sys::wait::waitpid(self.pid, None);
+        }
     }
 }
 
