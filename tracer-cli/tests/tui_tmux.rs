@@ -36,14 +36,21 @@ impl Tmux {
 
     /// Waits until the screen contains `text`; returns the screen.
     fn wait_for(&self, text: &str) -> String {
+        self.wait_all(&[text])
+    }
+
+    /// Waits until the screen contains every one of `texts` (a redraw may
+    /// be caught half-way, so a screen is only trusted once it has all of
+    /// them); returns the screen.
+    fn wait_all(&self, texts: &[&str]) -> String {
         let start = Instant::now();
         loop {
             let s = self.screen();
-            if s.contains(text) {
+            if texts.iter().all(|t| s.contains(t)) {
                 return s;
             }
             if start.elapsed() > Duration::from_secs(20) {
-                panic!("timed out waiting for {text:?}; screen:\n{s}");
+                panic!("timed out waiting for {texts:?}; screen:\n{s}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -109,7 +116,11 @@ fn tui_in_tmux() {
     // Keep the pane after exit so a crash shows up in the capture.
     let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
 
-    let s = t.wait_for("Groups 3/3");
+    let s = t.wait_all(&[
+        "Groups 3/3",
+        "│app-100 cookie=300000001 complete",
+        "Tab events  j/k move",
+    ]);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(
         lines[0].trim_end(),
@@ -130,20 +141,20 @@ fn tui_in_tmux() {
 
     // Move to the lost group: the detail pane follows.
     t.keys(&["j"]);
-    let s = t.wait_for("│other-200 cookie=500000002 stack-lost");
-    assert!(s.contains("<no user stack: stack lost: events were dropped before the stack arrived>"));
+    t.wait_all(&[
+        "│other-200 cookie=500000002 stack-lost",
+        "<no user stack: stack lost: events were dropped before the stack arrived>",
+    ]);
 
     // Events tab, search the field text.
     t.keys(&["Tab"]);
     t.wait_for("Events 10/10");
     t.keys(&["/", "r", "e", "t", "=", "5", "Enter"]);
-    let s = t.wait_for("/ret=5: row 6");
-    assert!(s.contains("sys_exit             id=1 ret=5"), "{s}");
+    t.wait_all(&["/ret=5: row 6", "sys_exit             id=1 ret=5"]);
 
     // Enter jumps to the event's group.
     t.keys(&["Enter"]);
-    let s = t.wait_for("Groups 3/3");
-    assert!(s.contains("│app-100 cookie=300000001 complete"), "{s}");
+    t.wait_all(&["Groups 3/3", "│app-100 cookie=300000001 complete"]);
 
     // Help, closed by any key.
     t.keys(&["?"]);
@@ -160,13 +171,16 @@ fn tui_in_tmux() {
 
     // Filter by comm.
     t.keys(&["c", "o", "t", "h", "Enter"]);
-    let s = t.wait_for("Groups 1/3");
-    assert!(s.contains("filter comm~oth: 1 groups, 2 events"), "{s}");
+    t.wait_all(&["Groups 1/3", "filter comm~oth: 1 groups, 2 events"]);
 
     // Resize: the layout follows.
     let o = t.cmd(&["resize-window", "-t", "t", "-x", "70", "-y", "14"]);
     assert!(o.status.success(), "{o:?}");
-    let s = t.wait_for("│TIME     PID     COMM         COOKIE       EVENTS DEPTH STATUS      │");
+    let s = t.wait_all(&[
+        "│TIME     PID     COMM         COOKIE       EVENTS DEPTH STATUS      │",
+        "│0.000001 200     other        500000002    1      0     stack-lost  │",
+        "┌ Detail ─",
+    ]);
     let lines: Vec<&str> = s.lines().collect();
     assert_eq!(lines.len(), 14, "{s}");
     assert_eq!(
@@ -225,7 +239,7 @@ fn tui_live_in_tmux() {
         socket: format!("tracer-cli-live-{}", std::process::id()),
     };
     let cmd = format!(
-        "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do echo x; sleep 0.2; done'",
+        "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; sleep 0.2; done'",
         env!("CARGO_BIN_EXE_tracer-cli"),
         out.display()
     );

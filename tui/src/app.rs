@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use stitch::symbols::Frame;
 use stitch::trace::Index;
 use stitch::view::GroupDetail;
 use stitch::Status;
@@ -138,6 +139,25 @@ impl Filter {
     }
 }
 
+/// The selected event of the events tab, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventDetail {
+    /// Its seq.
+    pub seq: u64,
+    /// Event name.
+    pub name: String,
+    /// All its fields.
+    pub info: String,
+    /// Its kernel stack, if a `kernel_stack` followed it.
+    pub kernel: Vec<Frame>,
+    /// The user stack it carries (a user stack record), symbolized.
+    pub user: Vec<Frame>,
+    /// The group it belongs to (as an event or as its user stack).
+    pub group: Option<usize>,
+    /// Events dropped just before it on its CPU (count, if known).
+    pub dropped_before: Option<Option<u64>>,
+}
+
 /// One input, already decoded from keys, mouse or terminal events.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Msg {
@@ -242,8 +262,11 @@ pub struct App {
     pub size: (u16, u16),
     /// User stack depth of each group.
     pub depth: Vec<u16>,
-    /// (event seq, group) of every grouped event, sorted.
+    /// (event seq, group) of every grouped event and every attached user
+    /// stack record, sorted.
     pub group_of_event: Vec<(u64, u32)>,
+    /// Cached detail of the selected event (events tab).
+    pub edetail: Option<EventDetail>,
     /// Cached detail of the selected group.
     pub detail: Option<(usize, GroupDetail)>,
     /// Cached (name, info) of the events on screen.
@@ -279,7 +302,13 @@ impl App {
             .groups
             .iter()
             .enumerate()
-            .flat_map(|(i, g)| g.events.iter().map(move |e| (e.seq, i as u32)))
+            .flat_map(|(i, g)| {
+                g.events
+                    .iter()
+                    .map(|e| e.seq)
+                    .chain(g.user_stack.map(|u| u.seq))
+                    .map(move |s| (s, i as u32))
+            })
             .collect();
         group_of_event.sort_unstable();
         let mut drops: Vec<(u32, u64, bool)> = (0..ncpus).map(|c| (c, 0, false)).collect();
@@ -322,6 +351,7 @@ impl App {
             size,
             depth,
             group_of_event,
+            edetail: None,
             detail: None,
             event_text: HashMap::new(),
             drops,
@@ -766,6 +796,14 @@ impl App {
             None => self.detail = None,
             _ => {}
         }
+        // Detail of the selected event (events tab).
+        let esel = self.event_at(self.esel);
+        if self.tab != Tab::Events || esel.is_none() {
+            self.edetail = None;
+        } else if self.edetail.as_ref().map(|d| d.seq) != esel {
+            let seq = esel.unwrap_or(0);
+            self.edetail = Some(self.event_detail(seq, src));
+        }
         // Field text of the events on screen (only in the events tab).
         if self.tab == Tab::Events {
             let wanted: Vec<u64> = (self.eoff..self.eoff + er)
@@ -783,6 +821,40 @@ impl App {
 }
 
 impl App {
+    fn event_detail(&self, seq: u64, src: &mut dyn Source) -> EventDetail {
+        let (name, info) = src.event_text(&self.idx, seq);
+        let st = &self.idx.stitched;
+        let kernel = match st.kernel_stack_of(seq) {
+            Some(k) => src.kernel_frames(st.stacks.get(k)),
+            None => Vec::new(),
+        };
+        let group = self.group_of(seq);
+        let user = group
+            .and_then(|g| {
+                let grp = &st.groups[g];
+                let u = grp.user_stack.filter(|u| u.seq == seq)?;
+                Some(src.user_frames(grp.pid, st.stacks.get(u.stack)))
+            })
+            .unwrap_or_default();
+        let cpu = self.idx.events.get(seq as usize).map(|e| u32::from(e.cpu));
+        let losses = &self.idx.losses;
+        let i = losses.partition_point(|l| l.before_seq < seq);
+        let dropped_before = losses[i..]
+            .iter()
+            .take_while(|l| l.before_seq == seq)
+            .find(|l| Some(l.cpu) == cpu)
+            .map(|l| l.count);
+        EventDetail {
+            seq,
+            name,
+            info,
+            kernel,
+            user,
+            group,
+            dropped_before,
+        }
+    }
+
     /// Carries the user's view (tab, focus, sort, filters, search, prompt,
     /// help, message, selections) over from `old`, the state of a previous
     /// snapshot of the same, growing trace. The selected group is found

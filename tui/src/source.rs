@@ -2,7 +2,7 @@
 //! symbolized group details.
 
 use stitch::file;
-use stitch::symbols::Symbolizer;
+use stitch::symbols::{Frame, Symbolizer};
 use stitch::trace::Index;
 use stitch::view::{self, GroupDetail};
 use tracedata::TraceFile;
@@ -13,6 +13,15 @@ pub trait Source {
     fn event_text(&mut self, idx: &Index, seq: u64) -> (String, String);
     /// Group `g` of `idx.stitched.groups`, resolved and symbolized.
     fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail;
+    /// Symbolized kernel addresses.
+    fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        addrs.iter().map(|&a| Frame::unknown(a)).collect()
+    }
+    /// Symbolized user addresses of `pid` (innermost first).
+    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
+        let _ = pid;
+        addrs.iter().map(|&a| Frame::unknown(a)).collect()
+    }
 }
 
 /// A [`Source`] over an open trace file.
@@ -60,6 +69,18 @@ impl Source for FileSource {
             .get(seq as usize)
             .and_then(|e| file::record(&self.file, b, e));
         view::event_text(idx, seq, rec.as_ref())
+    }
+
+    fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        addrs.iter().map(|&a| self.sym.kernel(a)).collect()
+    }
+
+    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
+        addrs
+            .iter()
+            .enumerate()
+            .map(|(i, &a)| self.sym.user(pid, a, i > 0))
+            .collect()
     }
 
     fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail {

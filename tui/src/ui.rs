@@ -23,12 +23,16 @@ pub struct Layout {
     pub detail: Rect,
     /// Event list block (events tab).
     pub events: Rect,
+    /// Event detail block (events tab).
+    pub event_detail: Rect,
     /// Data rows shown in the group list.
     pub group_rows: usize,
     /// Text rows shown in the detail pane.
     pub detail_rows: usize,
     /// Data rows shown in the event list.
     pub event_rows: usize,
+    /// Text rows of the event detail block.
+    pub event_detail_rows: usize,
 }
 
 /// Computes the layout.
@@ -40,15 +44,20 @@ pub fn layout(w: u16, h: u16) -> Layout {
     let list_h = (main_h / 2).max(6).min(main_h);
     let groups = Rect::new(0, main.y, w, list_h);
     let detail = Rect::new(0, main.y + list_h, w, main_h - list_h);
+    let elist_h = (main_h * 2 / 3).max(6).min(main_h);
+    let events = Rect::new(0, main.y, w, elist_h);
+    let event_detail = Rect::new(0, main.y + elist_h, w, main_h - elist_h);
     Layout {
         header,
         status,
         groups,
         detail,
-        events: main,
+        events,
+        event_detail,
         group_rows: list_h.saturating_sub(3) as usize,
         detail_rows: detail.height.saturating_sub(2) as usize,
-        event_rows: main_h.saturating_sub(3) as usize,
+        event_rows: elist_h.saturating_sub(3) as usize,
+        event_detail_rows: event_detail.height.saturating_sub(2) as usize,
     }
 }
 
@@ -72,7 +81,10 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
             render_groups(f, app, l.groups, l.group_rows);
             render_detail(f, app, l.detail, l.detail_rows);
         }
-        Tab::Events => render_events(f, app, l.events, l.event_rows),
+        Tab::Events => {
+            render_events(f, app, l.events, l.event_rows);
+            render_event_detail(f, app, l.event_detail, l.event_detail_rows);
+        }
     }
     render_status(f, app, l.status);
     if app.show_help {
@@ -323,6 +335,76 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
         .header(header)
         .block(block(title, true));
     f.render_widget(t, area);
+}
+
+/// The lines of the selected event's detail pane.
+pub fn event_detail_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(d) = &app.edetail else {
+        return vec![Line::raw("no event selected")];
+    };
+    let Some(e) = app.idx.events.get(d.seq as usize) else {
+        return Vec::new();
+    };
+    let mut out = vec![Line::from(vec![
+        Span::raw(format!(
+            "#{} {} [{:03}] {}-{} ",
+            d.seq,
+            fmt_ts(e.ts),
+            e.cpu,
+            app.idx.comms.get(e.pid),
+            e.pid
+        )),
+        Span::styled(
+            d.name.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        ),
+    ])];
+    if let Some(c) = d.dropped_before {
+        out.push(Line::styled(
+            match c {
+                Some(n) => format!("{n} events dropped on CPU {} just before it", e.cpu),
+                None => format!("events dropped on CPU {} just before it", e.cpu),
+            },
+            Style::default().fg(Color::Red),
+        ));
+    }
+    out.push(Line::raw(d.info.clone()));
+    if let Some(g) = d.group {
+        let grp = &app.idx.stitched.groups[g];
+        let cookie = grp
+            .cookie
+            .map(|c| format!("cookie={c:x}"))
+            .unwrap_or_else(|| "sync".into());
+        out.push(Line::styled(
+            format!(
+                "group: {cookie} {} ({} events) - Enter shows it",
+                grp.status.name(),
+                grp.events.len()
+            ),
+            status_style(grp.status),
+        ));
+    }
+    for fr in &d.kernel {
+        out.push(Line::styled(
+            format!("    => {}", kframe(fr)),
+            Style::default().fg(Color::Cyan),
+        ));
+    }
+    for fr in &d.user {
+        out.push(Line::styled(
+            format!("    => {}", uframe(fr)),
+            Style::default().fg(Color::Green),
+        ));
+    }
+    out
+}
+
+fn render_event_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let lines: Vec<Line> = event_detail_lines(app).into_iter().take(rows).collect();
+    f.render_widget(
+        Paragraph::new(lines).block(block(" Event ".to_string(), false)),
+        area,
+    );
 }
 
 fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {

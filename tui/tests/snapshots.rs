@@ -105,11 +105,45 @@ fn events_view() {
     let (mut app, mut src) = open(&f, (100, 24));
     send(&mut app, &mut src, &[Msg::ShowTab(Tab::Events)]);
     let want = format!(
-        "{HEADER}{}{}{BOTTOM}{EVENTS_HINT}",
-        events_body(),
-        EMPTY.repeat(9)
+        "{HEADER}{}{EMPTY}{BOTTOM}\
+┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
+│#0 0.000001 [000] app-100 sys_enter                                                               │
+│id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                                               │
+│group: cookie=300000001 complete (2 events) - Enter shows it                                      │
+│    => __x64_sys_write+0x10 (ffffffff81200010)                                                    │
+│    => do_syscall_64+0x20 (ffffffff81100020)                                                      │
+{EMPTY}{BOTTOM}{EVENTS_HINT}",
+        events_body()
     );
     assert_eq!(screen_text(&app), want);
+}
+
+#[test]
+fn event_detail_of_a_user_stack_record_after_a_drop() {
+    let f = fixture(None);
+    let (mut app, mut src) = open(&f, (100, 24));
+    send(
+        &mut app,
+        &mut src,
+        &[Msg::ShowTab(Tab::Events), Msg::Down(7)],
+    );
+    let s = screen_text(&app);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[15..22].join("\n"),
+        "\
+┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
+│#7 0.000003 [001] app-100 user_unwind_stack                                                       │
+│9 events dropped on CPU 1 just before it                                                          │
+│cookie=0x300000001 stack={0x555500001234,0x555500005678}                                          │
+│group: cookie=300000001 complete (2 events) - Enter shows it                                      │
+│    => 555500001234 /nonexistent/app                                                              │
+│    => 555500005678 /nonexistent/app                                                              │"
+    );
+    // Enter on the stack record shows its group.
+    send(&mut app, &mut src, &[Msg::Enter]);
+    assert_eq!(app.tab, Tab::Groups);
+    assert_eq!(app.selected_group(), Some(0));
 }
 
 #[test]
@@ -182,8 +216,13 @@ fn filter_prompt_and_filtered_events() {
 │TIME            CPU PID     COMM             DROP  EVENT                INFO                      │
 │0.000001        1   200     other                  sys_enter            id=0 args={{0x0,0x1,0x2,0x3│
 │0.000001        1   200     other                  user_unwind_cookie   cookie=0x500000002        │
-{}{BOTTOM}filter pid=200: 1 groups, 2 events\n",
-        EMPTY.repeat(17)
+{}{BOTTOM}\
+┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
+│#3 0.000001 [001] other-200 sys_enter                                                             │
+│id=0 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                                               │
+│group: cookie=500000002 stack-lost (1 events) - Enter shows it                                    │
+{EMPTY}{EMPTY}{EMPTY}{BOTTOM}filter pid=200: 1 groups, 2 events\n",
+        EMPTY.repeat(9)
     );
     assert_eq!(screen_text(&app), want);
 }

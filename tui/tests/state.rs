@@ -68,10 +68,12 @@ fn movement_clamps_and_pages() {
     send(&mut app, &mut src, &[Msg::NextTab, Msg::PageDown]);
     assert_eq!((app.tab, app.esel), (Tab::Events, 9));
     send(&mut app, &mut src, &[Msg::HalfUp]);
-    // 19 rows on a 24-line screen: half a page is 9.
-    assert_eq!(app.esel, 0);
+    // 11 list rows on a 24-line screen: half a page is 5.
+    assert_eq!(app.esel, 4);
     send(&mut app, &mut src, &[Msg::HalfDown]);
     assert_eq!(app.esel, 9);
+    send(&mut app, &mut src, &[Msg::Top, Msg::HalfDown]);
+    assert_eq!(app.esel, 5);
 }
 
 #[test]
@@ -293,20 +295,25 @@ fn only_visible_rows_are_decoded_and_details_are_cached() {
         &[Msg::Down(1), Msg::Down(1), Msg::Down(1), Msg::Up(1)],
     );
     assert_eq!(&src.details[1..], [a, b, app.groups[3] as usize, b]);
-    // The events tab decodes exactly the 25 rows on screen, then only the
-    // rows that scroll in.
+    // The events tab decodes the selected event for its detail pane, then
+    // exactly the 15 rows on screen, then only what changes.
     send(&mut app, &mut src, &[Msg::ShowTab(Tab::Events)]);
-    assert_eq!(src.texts, (0..25).collect::<Vec<u64>>());
-    send(&mut app, &mut src, &[Msg::Down(24)]);
-    assert_eq!(src.texts.len(), 25);
+    let mut want: Vec<u64> = vec![0];
+    want.extend(0..15);
+    assert_eq!(src.texts, want);
+    send(&mut app, &mut src, &[Msg::Down(14)]);
+    assert_eq!(src.texts.len(), 17);
+    assert_eq!(src.texts[16], 14);
     send(&mut app, &mut src, &[Msg::Down(1)]);
-    assert_eq!(src.texts.len(), 26);
-    assert_eq!(src.texts[25], 25);
+    assert_eq!(&src.texts[17..], [15, 15]);
     src.texts.clear();
     send(&mut app, &mut src, &[Msg::Bottom]);
     let n = app.idx.events.len() as u64;
-    assert_eq!(src.texts, (n - 25..n).collect::<Vec<u64>>());
-    assert_eq!(app.event_text.len(), 25);
+    let mut want = vec![n - 1];
+    want.extend(n - 15..n);
+    assert_eq!(src.texts, want);
+    assert_eq!(app.event_text.len(), 15);
+    assert_eq!(app.edetail.as_ref().map(|d| d.seq), Some(n - 1));
 }
 
 #[test]
