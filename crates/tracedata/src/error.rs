@@ -132,11 +132,6 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            ErrorKind::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
+// The I/O error is part of the Display text, so it is not also returned as
+// the `source()` (chains printed with `{:#}` would repeat it).
+impl std::error::Error for Error {}

@@ -1,0 +1,253 @@
+//! `tracer-cli report` against `trace-cmd report` on synthetic files: pages
+//! built by hand (time extends, padding, long events, lost events with and
+//! without a count, equal timestamps across CPUs), a top buffer plus two
+//! instances, written by the crate's writer as v6, v7 and v7+zstd. Needs
+//! trace-cmd but not root; without trace-cmd the tests print `SKIP: ...`
+//! (and fail under `CI=true`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tracedata::compress::Compression;
+use tracedata::page::build::PageBuilder;
+use tracedata::writer::{
+    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, TraceMeta, WriteOptions,
+};
+
+const PAGE: usize = 4096;
+
+const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+const HEADER_EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\
+\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\
+\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+
+const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
+fn tick_format() -> String {
+    format!(
+        "name: tick\nID: 600\nformat:\n{COMMON}\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:int delta;\toffset:16;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"value=%llu delta=%d\", REC->value, REC->delta\n"
+    )
+}
+
+fn name_format() -> String {
+    format!(
+        "name: a_rather_long_event_name\nID: 601\nformat:\n{COMMON}\
+\tfield:__data_loc char[] msg;\toffset:8;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"msg=%s\", __get_str(msg)\n"
+    )
+}
+
+fn tick(pid: i32, value: u64, delta: i32) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&600u16.to_le_bytes());
+    p.extend_from_slice(&[1, 0]);
+    p.extend_from_slice(&pid.to_le_bytes());
+    p.extend_from_slice(&value.to_le_bytes());
+    p.extend_from_slice(&delta.to_le_bytes());
+    p
+}
+
+fn named(pid: i32, msg: &str) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&601u16.to_le_bytes());
+    p.extend_from_slice(&[0, 1]);
+    p.extend_from_slice(&pid.to_le_bytes());
+    let len = msg.len() as u32 + 1;
+    p.extend_from_slice(&(12u32 | len << 16).to_le_bytes());
+    p.extend_from_slice(msg.as_bytes());
+    p.push(0);
+    p
+}
+
+/// Per-CPU page data of one buffer; `base` shifts all timestamps.
+fn cpu_data(base: u64, cpu: u32) -> Vec<u8> {
+    let pid = 100 + cpu as i32;
+    let mut out = Vec::new();
+    // Page 1: ordinary events, one at the same time as the other CPU.
+    let mut b = PageBuilder::new(base + 1_000_000_000);
+    for i in 0..20u64 {
+        b = b.event(
+            if i == 0 { 0 } else { 1_000 },
+            &tick(pid, i, -(i as i32)),
+            false,
+        );
+    }
+    b = b.event(17, &named(pid, "same time on both cpus"), true);
+    out.extend(b.finish(PAGE).unwrap());
+    // Page 2: lost events with a count, a time extend, padding, a long event.
+    let b = PageBuilder::new(base + 3_000_000_000 + u64::from(cpu))
+        .missed(Some(40 + u64::from(cpu)))
+        .event(0, &tick(pid, 1000, 5), false)
+        .time_extend(5_000_000_000)
+        .event(3, &named(pid + 1, "after a time extend"), false)
+        .padding(2, 24)
+        .event(9, &tick(0, 1001, 6), true);
+    out.extend(b.finish(PAGE).unwrap());
+    // Page 3: lost events without a count.
+    let b = PageBuilder::new(base + 9_000_000_000)
+        .missed(None)
+        .event(0, &tick(pid, 2000, 7), false)
+        .event(1, &named(77, "unknown pid"), false);
+    out.extend(b.finish(PAGE).unwrap());
+    out
+}
+
+fn trace_cmd_available() -> bool {
+    if Command::new("trace-cmd").arg("--help").output().is_ok() {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but trace-cmd is not installed");
+    }
+    eprintln!("SKIP: needs trace-cmd");
+    false
+}
+
+fn write(dir: &Path, name: &str, opts: WriteOptions, instances: &[&str], top: bool) -> PathBuf {
+    let meta = TraceMeta {
+        page_size: PAGE as u32,
+        long_size: 8,
+        header_page: HEADER_PAGE.as_bytes().to_vec(),
+        header_event: HEADER_EVENT.as_bytes().to_vec(),
+        event_systems: vec![EventSystem {
+            name: "synth".into(),
+            formats: vec![tick_format().into_bytes(), name_format().into_bytes()],
+        }],
+        kallsyms: b"ffffffff81000000 T _stext\n".to_vec(),
+        cmdlines: b"100 worker-zero\n101 w1\n102 a_very_long_comm_name\n".to_vec(),
+        trace_clock: Some("[local] global counter".into()),
+        cpu_count: 2,
+        ..TraceMeta::default()
+    };
+    let mut buffers = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
+    if top {
+        names.push("");
+    }
+    names.extend_from_slice(instances);
+    for (i, bname) in names.iter().enumerate() {
+        let mut cpus = Vec::new();
+        for cpu in 0..2u32 {
+            let p = dir.join(format!("{name}.{i}.cpu{cpu}"));
+            std::fs::write(&p, cpu_data(i as u64 * 333_333, cpu)).unwrap();
+            cpus.push(CpuData::new(cpu, p));
+        }
+        buffers.push(BufferData {
+            name: bname.to_string(),
+            clock: "local".into(),
+            cpus,
+        });
+    }
+    let out = dir.join(name);
+    write_trace_dat(&out, &meta, &buffers, &opts).unwrap();
+    out
+}
+
+fn run(cmd: &mut Command) -> Vec<u8> {
+    let o = cmd.output().expect("run");
+    assert!(
+        o.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+fn compare(file: &Path, args: &[&str]) -> String {
+    // trace-cmd takes its options before the file name.
+    let theirs = run(Command::new("trace-cmd").arg("report").args(args).arg(file));
+    let ours = run(Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["report", "-i"])
+        .arg(file)
+        .args(args));
+    let (t, o) = (
+        String::from_utf8_lossy(&theirs),
+        String::from_utf8_lossy(&ours),
+    );
+    if let Some(i) = t.lines().zip(o.lines()).position(|(a, b)| a != b) {
+        panic!(
+            "{} {args:?}: line {} differs\ntrace-cmd: {:?}\nours:      {:?}",
+            file.display(),
+            i + 1,
+            t.lines().nth(i).unwrap(),
+            o.lines().nth(i).unwrap()
+        );
+    }
+    assert_eq!(
+        t.len(),
+        o.len(),
+        "{} {args:?}: lengths differ",
+        file.display()
+    );
+    t.into_owned()
+}
+
+#[test]
+fn synthetic_files_report_like_trace_cmd() {
+    if !trace_cmd_available() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("report_synth_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, version, compression) in [
+        ("v7.dat", FileVersion::V7, Compression::None),
+        ("v7z.dat", FileVersion::V7, Compression::Zstd),
+        ("v6.dat", FileVersion::V6, Compression::None),
+    ] {
+        let opts = WriteOptions {
+            version,
+            compression,
+        };
+        // Top buffer plus two instances: prefixes aligned to the longest name.
+        let f = write(&dir, name, opts, &["aa", "instance_b"], true);
+        let text = compare(&f, &[]);
+        for needle in [
+            "\ncpus=2\n",
+            "CPU:0 [40 EVENTS DROPPED]\n",
+            "CPU:1 [41 EVENTS DROPPED]\n",
+            "CPU:0 [EVENTS DROPPED]\n",
+            "worker-zero-100   [000]",
+            "a_very_long_comm_name-102   [001]",
+            "<idle>-0     [000]",
+            "<...>-77    [001]",
+            "a_rather_long_event_name: msg=after a time extend",
+            "tick:                 value=0 delta=0",
+            "\n        aa: ",
+            "\ninstance_b: ",
+            "\n              ",
+        ] {
+            assert!(
+                format!("\n{text}").contains(needle),
+                "{name}: report lacks {needle:?}"
+            );
+        }
+        compare(&f, &["-t"]);
+        // Only the top buffer: no prefixes; filters and CPU selection work
+        // in trace-cmd there.
+        let top = write(&dir, &format!("top-{name}"), opts, &[], true);
+        let t = compare(&top, &[]);
+        assert_eq!(
+            t.lines().nth(1).unwrap(),
+            "     worker-zero-100   [000]     1.000000: tick:                 value=0 delta=0"
+        );
+        compare(&top, &["--cpu", "1"]);
+        compare(&top, &["--cpu", "0,1"]);
+        compare(&top, &["-F", "tick"]);
+        compare(&top, &["-F", "tick: value > 10"]);
+        compare(&top, &["-v", "-F", "tick"]);
+        // Only an instance.
+        let inst = write(&dir, &format!("inst-{name}"), opts, &["only"], false);
+        compare(&inst, &[]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
