@@ -42,12 +42,25 @@ impl Restorer {
     /// instances that were handed over. Returns the errors (all restores are
     /// attempted even when one fails).
     pub fn restore(&self) -> Vec<Error> {
+        self.restore_inner(false).0
+    }
+
+    /// Like [`Restorer::restore`], but an instance that cannot be removed
+    /// because it is still in use (EBUSY: files of it are open in this
+    /// process) is not an error: its directory is returned, to be removed
+    /// once the process is gone.
+    pub fn restore_deferring_busy(&self) -> (Vec<Error>, Vec<PathBuf>) {
+        self.restore_inner(true)
+    }
+
+    fn restore_inner(&self, defer_busy: bool) -> (Vec<Error>, Vec<PathBuf>) {
         let entries = {
             let mut inner = self.lock();
             inner.seen.clear();
             std::mem::take(&mut inner.entries)
         };
         let mut errors = Vec::new();
+        let mut busy = Vec::new();
         for e in entries.into_iter().rev() {
             match e {
                 Entry::Write { abs, shown, value } => {
@@ -56,13 +69,18 @@ impl Restorer {
                     }
                 }
                 Entry::Instance(owned) => {
+                    let dir = owned.dir();
                     if let Err(err) = owned.remove() {
-                        errors.push(err);
+                        if defer_busy && err.raw_os_error() == Some(libc::EBUSY) {
+                            busy.push(dir);
+                        } else {
+                            errors.push(err);
+                        }
                     }
                 }
             }
         }
-        errors
+        (errors, busy)
     }
 
     /// How many settings are waiting to be restored.

@@ -8,10 +8,12 @@
 //! * the first signal only sets a flag ([`stop_requested`]): the recorder
 //!   sees it, stops, flushes every CPU, writes its file, and its
 //!   [`crate::Guard`] restores the settings as it is dropped;
-//! * a second signal, more than a second after the first, restores right
-//!   away through the registered [`Restorer`] and exits with 128 + signal,
-//!   for when the clean path hangs (duplicates arriving together, as from
-//!   a terminal plus `timeout`, are ignored).
+//! * a later signal (more than a second after the first: duplicates that
+//!   arrive together, as from a terminal plus `timeout`, are ignored) only
+//!   says that the stop is in progress; one more aborts: the settings are
+//!   restored through the registered [`Restorer`] right away, instances
+//!   still held open are removed by a helper process once this one has
+//!   exited, and the process exits with 128 + signal.
 //!
 //! No code runs in signal-handler context, so there is no async-signal-safety
 //! problem.
@@ -26,6 +28,7 @@ static STOP: AtomicBool = AtomicBool::new(false);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 static RESTORER: Mutex<Option<Restorer>> = Mutex::new(None);
+static ABORT_FILES: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
 /// Signals within this time after the first one are taken as duplicates.
 const GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -50,6 +53,7 @@ pub fn install() -> Result<()> {
         .name("tracefs-signals".into())
         .spawn(move || {
             let mut first: Option<std::time::Instant> = None;
+            let mut later = 0u32;
             loop {
                 let Ok(sig) = set.wait() else { continue };
                 SIGNAL.store(sig as i32, Ordering::SeqCst);
@@ -66,12 +70,25 @@ pub fn install() -> Result<()> {
                     Some(t) if t.elapsed() < GRACE => continue,
                     Some(_) => {}
                 }
-                // Second signal: the clean path did not finish; restore and go.
+                later += 1;
+                if later == 1 {
+                    eprintln!(
+                        "tracefs: still stopping (draining the buffers, writing the file); \
+                         signal once more to abort"
+                    );
+                    continue;
+                }
+                // The clean path did not finish: restore and go.
                 let restorer = RESTORER.lock().unwrap_or_else(|p| p.into_inner()).clone();
                 if let Some(r) = restorer {
-                    for e in r.restore() {
+                    let (errors, busy) = r.restore_deferring_busy();
+                    for e in errors {
                         eprintln!("{e}");
                     }
+                    remove_after_exit(&busy);
+                }
+                for f in ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                    let _ = std::fs::remove_file(f);
                 }
                 std::process::exit(128 + sig as i32);
             }
@@ -81,9 +98,50 @@ pub fn install() -> Result<()> {
     Ok(())
 }
 
-/// Registers the restorer used when a second signal arrives.
+/// Removes the directories (instances still held open by this process's
+/// readers) from a small child process once this process has exited.
+fn remove_after_exit(dirs: &[std::path::PathBuf]) {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::ffi::CString> = dirs
+        .iter()
+        .filter_map(|d| std::ffi::CString::new(d.as_os_str().as_bytes()).ok())
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the child only calls async-signal-safe functions (getppid,
+    // nanosleep, rmdir, _exit) on data prepared before the fork.
+    if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
+        unsafe {
+            let tick = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            // Up to 10 s for the parent to go away.
+            for _ in 0..500 {
+                if libc::getppid() != parent {
+                    break;
+                }
+                libc::nanosleep(&tick, std::ptr::null_mut());
+            }
+            for p in &paths {
+                libc::rmdir(p.as_ptr());
+            }
+            libc::_exit(0);
+        }
+    }
+}
+
+/// Registers the restorer used when the stop is aborted.
 pub fn set_restorer(r: Option<Restorer>) {
     *RESTORER.lock().unwrap_or_else(|p| p.into_inner()) = r;
+}
+
+/// Files to delete if the stop is aborted (temp files, a half-written
+/// output); replaces the previous list.
+pub fn remove_on_abort(files: Vec<std::path::PathBuf>) {
+    *ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()) = files;
 }
 
 /// Whether a stop was requested (by a signal or [`request_stop`]).

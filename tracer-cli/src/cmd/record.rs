@@ -905,6 +905,9 @@ pub fn run(args: Args) -> Result<()> {
 
     let cpus = inst.cpus()?;
     let (temps, files) = TempFiles::create(&args.output, &cpus)?;
+    let mut partial: Vec<PathBuf> = temps.0.iter().map(|(_, p)| p.clone()).collect();
+    partial.push(args.output.clone());
+    signals::remove_on_abort(partial);
     let counters: Vec<Arc<AtomicU64>> = cpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
     let mut readers = Readers {
         inst: inst.clone(),
@@ -997,6 +1000,8 @@ pub fn run(args: Args) -> Result<()> {
         .map(|((cpu, p), s)| (*cpu, p.clone(), s.clone()))
         .collect();
     let summary = write_dat(&args.output, &meta, inst, &cpu_files, &wopts)?;
+    // The file is complete: an abort from now on must not delete it.
+    signals::remove_on_abort(Vec::new());
     drop(temps);
 
     if !args.quiet {
