@@ -297,11 +297,11 @@ fn decompress(codec: Codec, input: &[u8], usize_: usize) -> Result<Vec<u8>> {
     match codec {
         Codec::None => return Err(Error::corrupt("compressed data in an uncompressed file")),
         Codec::Zstd => {
-            out.resize(usize_, 0);
-            let n = zstd::bulk::Decompressor::new()
-                .and_then(|mut d| d.decompress_to_buffer(input, &mut out[..]))
+            // Streaming, so that a bogus size in a header costs nothing
+            // until data really comes out.
+            zstd::stream::read::Decoder::with_buffer(input)
+                .and_then(|d| d.take(usize_ as u64).read_to_end(&mut out))
                 .map_err(|e| Error::decompress(format!("zstd: {e}")))?;
-            out.truncate(n);
         }
         Codec::Zlib => {
             flate2::read::ZlibDecoder::new(input)
