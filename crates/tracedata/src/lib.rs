@@ -2,7 +2,7 @@
 //!
 //! The crate has one module per layer of the data:
 //!
-//! - [`format`] parses a tracefs event `format` file into an [`format::EventFormat`];
+//! - [`format`](mod@format) parses a tracefs event `format` file into an [`format::EventFormat`];
 //! - [`header`] parses `events/header_page` and `events/header_event`;
 //! - [`page`] decodes one ring-buffer page as read from `trace_pipe_raw`;
 //! - [`record`] gives typed access to the fields of one event;
