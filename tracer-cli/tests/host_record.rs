@@ -861,3 +861,50 @@ fn a_command_that_cannot_run_is_one_clear_error_and_restores() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
     assert!(left.is_empty(), "files left: {left:?}");
 }
+
+#[test]
+fn the_command_runs_with_default_signal_state() {
+    let Some(_fs) = host(false) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_ok(
+        tracer_cli()
+            .args([
+                "record",
+                "-q",
+                "-B",
+                &inst_name("sigstate"),
+                "-e",
+                "sched:sched_process_exit",
+            ])
+            .arg("-o")
+            .arg(dir.path().join("s.dat"))
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "grep -E '^Sig(Blk|Ign)' /proc/self/status",
+            ]),
+    );
+    // The recorder blocks SIGINT/SIGTERM/SIGHUP and ignores SIGPIPE; the
+    // command must not inherit either (other ignored signals may come from
+    // whoever started the test, so only SIGPIPE is checked there).
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |name: &str| {
+        let v = text
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .unwrap_or_else(|| panic!("no {name} in {text:?}"));
+        u64::from_str_radix(v.trim(), 16).unwrap()
+    };
+    assert_eq!(
+        field("SigBlk:"),
+        0,
+        "blocked signals leaked into the command"
+    );
+    let sigpipe_bit = 1u64 << (libc::SIGPIPE - 1);
+    assert_eq!(
+        field("SigIgn:") & sigpipe_bit,
+        0,
+        "SIGPIPE ignored in the command"
+    );
+}

@@ -326,8 +326,8 @@ impl HeldChild {
         let (er, ew) =
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).context("creating a pipe")?;
         // SAFETY: after fork the child only calls async-signal-safe functions
-        // (close, read, sigprocmask, execvp, write, _exit) on data prepared
-        // before the fork; the parent continues normally.
+        // (close, read, sigprocmask, sigaction, execvp, write, _exit) on data
+        // prepared before the fork; the parent continues normally.
         match unsafe { nix::unistd::fork() }.context("fork")? {
             nix::unistd::ForkResult::Child => unsafe {
                 libc::close(w.as_raw_fd());
@@ -346,6 +346,11 @@ impl HeldChild {
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+                // The Rust runtime ignores SIGPIPE; the command gets the
+                // default back, as std::process::Command would do.
+                let mut dfl: libc::sigaction = std::mem::zeroed();
+                dfl.sa_sigaction = libc::SIG_DFL;
+                libc::sigaction(libc::SIGPIPE, &dfl, std::ptr::null_mut());
                 libc::execvp(first.as_ptr(), ptrs.as_ptr());
                 let errno = (*libc::__errno_location()).to_ne_bytes();
                 libc::write(ew.as_raw_fd(), errno.as_ptr().cast(), errno.len());
