@@ -54,20 +54,20 @@ fn stacks_text() {
 # 10 events, 3 groups: 2 complete, 0 pending, 1 stack-lost, 0 orphan-stack; drops: cpu1=9
 
 app-100 cookie=300000001 complete 0.000001..0.000003 events=2 frames=2 (drops while open)
-  0.000001 [000] sys_enter: id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+  0.000001 [000] sys_enter: NR 1 (0, 1, 2, 3, 4, 5)
       => __x64_sys_write+0x10 (ffffffff81200010)
       => do_syscall_64+0x20 (ffffffff81100020)
-  0.000002 [000] sys_exit: id=1 ret=5
+  0.000002 [000] sys_exit: NR 1 = 5
   0.000003 [001] <user stack>
       => 555500001234 /nonexistent/app
       => 555500005678 /nonexistent/app
 
 other-200 cookie=500000002 stack-lost 0.000001..0.000001 events=1 frames=0
-  0.000001 [001] sys_enter: id=0 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+  0.000001 [001] sys_enter: NR 0 (0, 1, 2, 3, 4, 5)
   <no user stack: stack lost: events were dropped before the stack arrived>
 
 app-100 sync complete 0.000004..0.000004 events=1 frames=1
-  0.000004 [000] sys_enter: id=3 args={{0x0,0x1,0x2,0x3,0x4,0x5}}
+  0.000004 [000] sys_enter: NR 3 (0, 1, 2, 3, 4, 5)
   0.000004 [000] <user stack>
       => {}
 ",

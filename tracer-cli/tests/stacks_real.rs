@@ -97,7 +97,7 @@ fn real_kernel_sync_stacks_are_stitched_and_symbolized() {
     for b in &blocks {
         let lines: Vec<&str> = b.lines().collect();
         assert!(lines[0].contains(" events=1 "), "{b}");
-        assert!(lines[1].contains("] sys_enter: id="), "{b}");
+        assert!(lines[1].contains("] sys_enter: NR "), "{b}");
         assert!(b.contains("=> do_syscall_64+0x"), "{b}");
         let user = b.split("<user stack>").nth(1).expect("user stack");
         assert!(user.contains("libc.so.6"), "{b}");
@@ -111,7 +111,7 @@ fn real_kernel_sync_stacks_are_stitched_and_symbolized() {
     assert!(blocks
         .iter()
         .filter(|b| b.contains("      => write+0x"))
-        .all(|b| b.contains("sys_enter: id=1 ")));
+        .all(|b| b.contains("sys_enter: NR 1 ")));
 
     // Folded: the same stacks, outermost first, counted.
     let folded = run("--folded");

@@ -149,8 +149,8 @@ fn tui_in_tmux() {
     // Events tab, search the field text.
     t.keys(&["Tab"]);
     t.wait_for("Events 10/10");
-    t.keys(&["/", "r", "e", "t", "=", "5", "Enter"]);
-    t.wait_all(&["/ret=5: row 6", "sys_exit             id=1 ret=5"]);
+    t.keys(&["/", "=", "Space", "5", "Enter"]);
+    t.wait_all(&["/= 5: row 6", "sys_exit             NR 1 = 5"]);
 
     // Enter jumps to the event's group.
     t.keys(&["Enter"]);

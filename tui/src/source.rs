@@ -29,6 +29,7 @@ pub struct FileSource {
     file: TraceFile,
     buffer: usize,
     sym: Symbolizer,
+    texts: view::Texts,
 }
 
 impl FileSource {
@@ -36,7 +37,13 @@ impl FileSource {
     /// symbolizer over its saved kallsyms and process maps.
     pub fn new(file: TraceFile, buffer: usize) -> Self {
         let sym = file::symbolizer(&file);
-        FileSource { file, buffer, sym }
+        let texts = view::Texts::for_file(&file);
+        FileSource {
+            file,
+            buffer,
+            sym,
+            texts,
+        }
     }
 
     /// The file.
@@ -68,7 +75,7 @@ impl Source for FileSource {
             .events
             .get(seq as usize)
             .and_then(|e| file::record(&self.file, b, e));
-        view::event_text(idx, seq, rec.as_ref())
+        self.texts.event_text(idx, seq, rec.as_ref())
     }
 
     fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
@@ -94,6 +101,7 @@ impl Source for FileSource {
                 let b = b?;
                 file::record(f, b, idx.events.get(s as usize)?)
             },
+            &mut self.texts,
             &mut self.sym,
         )
     }

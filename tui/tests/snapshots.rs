@@ -39,10 +39,10 @@ fn groups_view_with_detail_of_first_group() {
         "{}\
 ┌ Detail ──────────────────────────────────────────────────────────────────────────────────────────┐
 │app-100 cookie=300000001 complete 0.000001..0.000003 events=2 frames=2 (drops while open)         │
-│0.000001 [000] sys_enter: id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                     │
+│0.000001 [000] sys_enter: NR 1 (0, 1, 2, 3, 4, 5)                                                 │
 │    => __x64_sys_write+0x10 (ffffffff81200010)                                                    │
 │    => do_syscall_64+0x20 (ffffffff81100020)                                                      │
-│0.000002 [000] sys_exit: id=1 ret=5                                                               │
+│0.000002 [000] sys_exit: NR 1 = 5                                                                 │
 │0.000003 [001] <user stack>                                                                       │
 │    => 555500001234 /nonexistent/app                                                              │
 │    => 555500005678 /nonexistent/app                                                              │
@@ -61,7 +61,7 @@ fn groups_view_focused_detail_of_lost_group() {
         "{}\
 ┌ Detail ──────────────────────────────────────────────────────────────────────────────────────────┐
 │other-200 cookie=500000002 stack-lost 0.000001..0.000001 events=1 frames=0                        │
-│0.000001 [001] sys_enter: id=0 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                     │
+│0.000001 [001] sys_enter: NR 0 (0, 1, 2, 3, 4, 5)                                                 │
 │<no user stack: stack lost: events were dropped before the stack arrived>                         │
 {EMPTY}{EMPTY}{EMPTY}{EMPTY}{EMPTY}{EMPTY}{BOTTOM}{GROUPS_HINT}",
         groups_top()
@@ -85,15 +85,15 @@ fn events_body() -> String {
     "\
 ┌ Events 10/10 ────────────────────────────────────────────────────────────────────────────────────┐
 │TIME            CPU PID     COMM             DROP  EVENT                INFO                      │
-│0.000001        0   100     app                    sys_enter            id=1 args={0x0,0x1,0x2,0x3│
+│0.000001        0   100     app                    sys_enter            NR 1 (0, 1, 2, 3, 4, 5)   │
 │0.000001        0   100     app                    kernel_stack         size=2 caller={0xffffffff8│
 │0.000001        0   100     app                    user_unwind_cookie   cookie=0x300000001        │
-│0.000001        1   200     other                  sys_enter            id=0 args={0x0,0x1,0x2,0x3│
+│0.000001        1   200     other                  sys_enter            NR 0 (0, 1, 2, 3, 4, 5)   │
 │0.000001        1   200     other                  user_unwind_cookie   cookie=0x500000002        │
-│0.000002        0   100     app                    sys_exit             id=1 ret=5                │
+│0.000002        0   100     app                    sys_exit             NR 1 = 5                  │
 │0.000002        0   100     app                    user_unwind_cookie   cookie=0x300000001        │
 │0.000003        1   100     app              v9    user_unwind_stack    cookie=0x300000001 stack={│
-│0.000004        0   100     app                    sys_enter            id=3 args={0x0,0x1,0x2,0x3│
+│0.000004        0   100     app                    sys_enter            NR 3 (0, 1, 2, 3, 4, 5)   │
 │0.000004        0   100     app                    user_stack           tgid=100 caller={0xADDR7__│
 "
     .replace("ADDR7__", &libc_write_addr()[..7])
@@ -108,7 +108,7 @@ fn events_view() {
         "{HEADER}{}{EMPTY}{BOTTOM}\
 ┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
 │#0 0.000001 [000] app-100 sys_enter                                                               │
-│id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                                               │
+│NR 1 (0, 1, 2, 3, 4, 5)                                                                           │
 │group: cookie=300000001 complete (2 events) - Enter shows it                                      │
 │    => __x64_sys_write+0x10 (ffffffff81200010)                                                    │
 │    => do_syscall_64+0x20 (ffffffff81100020)                                                      │
@@ -180,17 +180,23 @@ fn help_overlay() {
     send(&mut app, &mut src, &[Msg::Down(1)]);
     assert!(!app.show_help);
     assert_eq!(app.gsel, 0);
-    assert_eq!(screen_text(&app), format!("{}\
+    assert_eq!(
+        screen_text(&app),
+        format!(
+            "{}\
 ┌ Detail ──────────────────────────────────────────────────────────────────────────────────────────┐
 │app-100 cookie=300000001 complete 0.000001..0.000003 events=2 frames=2 (drops while open)         │
-│0.000001 [000] sys_enter: id=1 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                     │
+│0.000001 [000] sys_enter: NR 1 (0, 1, 2, 3, 4, 5)                                                 │
 │    => __x64_sys_write+0x10 (ffffffff81200010)                                                    │
 │    => do_syscall_64+0x20 (ffffffff81100020)                                                      │
-│0.000002 [000] sys_exit: id=1 ret=5                                                               │
+│0.000002 [000] sys_exit: NR 1 = 5                                                                 │
 │0.000003 [001] <user stack>                                                                       │
 │    => 555500001234 /nonexistent/app                                                              │
 │    => 555500005678 /nonexistent/app                                                              │
-{EMPTY}{BOTTOM}{GROUPS_HINT}", groups_top()));
+{EMPTY}{BOTTOM}{GROUPS_HINT}",
+            groups_top()
+        )
+    );
 }
 
 #[test]
@@ -214,12 +220,12 @@ fn filter_prompt_and_filtered_events() {
         "{HEADER}\
 ┌ Events 2/10 | filter: pid=200 ───────────────────────────────────────────────────────────────────┐
 │TIME            CPU PID     COMM             DROP  EVENT                INFO                      │
-│0.000001        1   200     other                  sys_enter            id=0 args={{0x0,0x1,0x2,0x3│
+│0.000001        1   200     other                  sys_enter            NR 0 (0, 1, 2, 3, 4, 5)   │
 │0.000001        1   200     other                  user_unwind_cookie   cookie=0x500000002        │
 {}{BOTTOM}\
 ┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
 │#3 0.000001 [001] other-200 sys_enter                                                             │
-│id=0 args={{0x0,0x1,0x2,0x3,0x4,0x5}}                                                               │
+│NR 0 (0, 1, 2, 3, 4, 5)                                                                           │
 │group: cookie=500000002 stack-lost (1 events) - Enter shows it                                    │
 {EMPTY}{EMPTY}{EMPTY}{BOTTOM}filter pid=200: 1 groups, 2 events\n",
         EMPTY.repeat(9)
@@ -241,7 +247,7 @@ fn small_terminal_after_resize() {
 └──────────────────────────────────────────────────────────┘
 ┌ Detail 1-2/3 ────────────────────────────────────────────┐
 │other-200 cookie=500000002 stack-lost 0.000001..0.000001 e│
-│0.000001 [001] sys_enter: id=0 args={0x0,0x1,0x2,0x3,0x4,0│
+│0.000001 [001] sys_enter: NR 0 (0, 1, 2, 3, 4, 5)         │
 └──────────────────────────────────────────────────────────┘
 Tab events  j/k move  Enter detail  / search  n/N  p/c/e fil
 ";

@@ -227,10 +227,8 @@ fn search_next_previous_and_wrap() {
         &[
             Msg::ShowTab(Tab::Events),
             Msg::StartPrompt(Prompt::Search),
-            Msg::Char('r'),
-            Msg::Char('e'),
-            Msg::Char('t'),
             Msg::Char('='),
+            Msg::Char(' '),
             Msg::Char('5'),
             Msg::Submit,
         ],

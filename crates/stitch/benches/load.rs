@@ -32,6 +32,7 @@ fn main() {
             &idx,
             g,
             |s| stitch::file::record(&f, buf, &idx.events[s as usize]),
+            &mut stitch::view::Texts::generic(),
             &mut sym,
         );
         let first = t.elapsed();

@@ -29,6 +29,7 @@
 //! works across CPUs and treats lost events explicitly.
 
 pub mod file;
+pub mod printfmt;
 pub mod stitcher;
 pub mod symbols;
 pub mod testdata;

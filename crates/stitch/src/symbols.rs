@@ -348,26 +348,23 @@ impl ElfSymbols {
 
 fn collect_syms(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
     // Several names often share an address (`write`, `__write`,
-    // `__GI___libc_write`): prefer global names with fewer leading
-    // underscores. Symbol versions (`@@GLIBC_2.34`) are dropped.
-    // (address, preference rank, size, name)
-    type Ranked = (u64, (bool, usize, usize), u64, String);
-    let mut syms: Vec<Ranked> = file
+    // `__GI___libc_write`): keep the greatest in byte order, which prefers
+    // public names over `_`-prefixed aliases and is what a lookup in sorted
+    // `nm -n` output gives. Symbol versions (`@@GLIBC_2.34`) are dropped.
+    let mut syms: Vec<(u64, std::cmp::Reverse<String>, u64)> = file
         .symbols()
         .chain(file.dynamic_symbols())
         .filter(|s| s.kind() == SymbolKind::Text && s.address() != 0 && s.is_definition())
         .filter_map(|s| {
             let name = s.name().ok()?;
             let name = name.split('@').next().unwrap_or(name);
-            let unders = name.len() - name.trim_start_matches('_').len();
-            let rank = (!s.is_global(), unders, name.len());
-            Some((s.address(), rank, s.size(), name.to_string()))
+            Some((s.address(), std::cmp::Reverse(name.to_string()), s.size()))
         })
         .collect();
     syms.sort();
     syms.dedup_by_key(|s| s.0);
     syms.into_iter()
-        .map(|(a, _, size, n)| (a, size, n))
+        .map(|(a, n, size)| (a, size, n.0))
         .collect()
 }
 

@@ -1,8 +1,9 @@
 //! Resolved, display-ready views of groups, shared by the report and the
 //! TUI: event names and field text, symbolized kernel and user stacks.
 
-use tracedata::Record;
+use tracedata::{Record, TraceFile};
 
+use crate::printfmt::InfoPrinter;
 use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
 use crate::symbols::{Frame, Symbolizer};
 use crate::trace::{fields_text, Index};
@@ -79,25 +80,72 @@ pub struct GroupDetail {
     pub user_frames: Vec<Frame>,
 }
 
-/// Name and field text of event `seq`, given its record if it can be read.
-pub fn event_text(idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String) {
-    let name = idx.event_name(seq);
-    let info = match (idx.events.get(seq as usize), rec) {
-        (Some(e), Some(r)) => match idx.formats.get(&e.id) {
-            Some(f) => fields_text(f, r),
-            None => String::new(),
-        },
-        _ => String::new(),
-    };
-    (name, info)
+/// Produces the name and info text of events: libtraceevent's text (as
+/// `trace-cmd report` prints it) when set up for a file, the generic field
+/// text otherwise and for the stack and cookie events.
+#[derive(Debug, Default)]
+pub struct Texts {
+    printer: Option<InfoPrinter>,
 }
 
-/// Resolves group `g`: `rec` finds the record of an event seq, `sym`
-/// symbolizes (lazily, cached).
+impl Texts {
+    /// Generic field text only.
+    pub fn generic() -> Texts {
+        Texts::default()
+    }
+
+    /// libtraceevent's text for the events of `file`.
+    pub fn for_file(file: &TraceFile) -> Texts {
+        Texts {
+            printer: InfoPrinter::new(file),
+        }
+    }
+
+    /// Name and info text of event `seq`, given its record if it can be
+    /// read.
+    pub fn event_text(
+        &mut self,
+        idx: &Index,
+        seq: u64,
+        rec: Option<&Record<'_>>,
+    ) -> (String, String) {
+        let name = idx.event_name(seq);
+        let fmt = idx
+            .events
+            .get(seq as usize)
+            .and_then(|e| idx.formats.get(&e.id));
+        let info = match (fmt, rec) {
+            (Some(f), Some(r)) => {
+                let special = f.system == "ftrace"
+                    && matches!(
+                        f.name.as_str(),
+                        "user_unwind_cookie" | "user_unwind_stack" | "user_stack" | "kernel_stack"
+                    );
+                let printed = if special {
+                    None
+                } else {
+                    self.printer.as_mut().and_then(|p| p.info(r))
+                };
+                printed.unwrap_or_else(|| fields_text(f, r))
+            }
+            _ => String::new(),
+        };
+        (name, info)
+    }
+}
+
+/// Name and generic field text of event `seq` (see [`Texts`]).
+pub fn event_text(idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String) {
+    Texts::generic().event_text(idx, seq, rec)
+}
+
+/// Resolves group `g`: `rec` finds the record of an event seq, `texts`
+/// formats it, `sym` symbolizes (lazily, cached).
 pub fn detail<'r>(
     idx: &Index,
     g: &Group,
     rec: impl Fn(u64) -> Option<Record<'r>>,
+    texts: &mut Texts,
     sym: &mut Symbolizer,
 ) -> GroupDetail {
     let events = g
@@ -105,7 +153,7 @@ pub fn detail<'r>(
         .iter()
         .map(|e| {
             let r = rec(e.seq);
-            let (name, info) = event_text(idx, e.seq, r.as_ref());
+            let (name, info) = texts.event_text(idx, e.seq, r.as_ref());
             let kernel = e
                 .kernel_stack
                 .map(|k| {

@@ -91,6 +91,7 @@ fn random_records_do_not_panic() {
                         data: &payloads[s as usize],
                     })
                 },
+                &mut stitch::view::Texts::generic(),
                 &mut sym,
             );
             let _ = d.lines();

@@ -55,6 +55,7 @@ pub fn render_file(f: &TraceFile, mode: Mode) -> Result<String> {
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer(f);
+    let mut texts = view::Texts::for_file(f);
     let details: Vec<GroupDetail> = idx
         .stitched
         .groups
@@ -64,6 +65,7 @@ pub fn render_file(f: &TraceFile, mode: Mode) -> Result<String> {
                 &idx,
                 g,
                 |s| file::record(f, buf, &idx.events[s as usize]),
+                &mut texts,
                 &mut sym,
             )
         })
