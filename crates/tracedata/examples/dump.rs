@@ -32,6 +32,17 @@ fn main() {
         f.printk_formats().len(),
         f.cmdlines().len()
     );
+    for b in f.cpu_stats() {
+        for c in &b.cpus {
+            println!(
+                "stats {:?} cpu {} overrun {:?} dropped {:?}",
+                b.name,
+                c.cpu,
+                c.value("overrun"),
+                c.value("dropped events")
+            );
+        }
+    }
     for o in f.options() {
         println!("option {} ({} bytes)", o.id, o.data.len());
     }

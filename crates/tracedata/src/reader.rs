@@ -89,6 +89,39 @@ impl Buffer {
     }
 }
 
+/// The kernel's `per_cpu/cpuN/stats` of one CPU, from a CPUSTAT option.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuStat {
+    /// CPU id.
+    pub cpu: u32,
+    /// The stats text (`entries: N`, `overrun: N`, ...).
+    pub text: String,
+}
+
+impl CpuStat {
+    /// The number after `key:`, e.g. `value("overrun")` or
+    /// `value("dropped events")`.
+    pub fn value(&self, key: &str) -> Option<u64> {
+        self.text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            if k.trim() == key {
+                v.trim().parse().ok()
+            } else {
+                None
+            }
+        })
+    }
+}
+
+/// The CPU stats of one buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferStats {
+    /// Buffer name, empty for the top buffer.
+    pub name: String,
+    /// Per CPU, in file order.
+    pub cpus: Vec<CpuStat>,
+}
+
 /// All event formats of a file, with lookups by id and by name.
 #[derive(Debug, Default)]
 pub struct Formats {
@@ -899,6 +932,35 @@ impl TraceFile {
             .filter(|o| o.id == option::CPUSTAT)
             .map(|o| text(&o.data))
             .collect()
+    }
+
+    /// CPUSTAT options grouped by buffer, as trace-cmd writes them: the top
+    /// buffer's CPUs first, then a `"\nBuffer: NAME\n\n"` marker before the
+    /// CPUs of each instance. Each text starts with `CPU: N`.
+    pub fn cpu_stats(&self) -> Vec<BufferStats> {
+        let mut out = vec![BufferStats {
+            name: String::new(),
+            cpus: Vec::new(),
+        }];
+        for t in self.cpustats() {
+            let trimmed = t.trim_start_matches('\n');
+            if let Some(rest) = trimmed.strip_prefix("Buffer: ") {
+                out.push(BufferStats {
+                    name: rest.lines().next().unwrap_or("").trim().to_string(),
+                    cpus: Vec::new(),
+                });
+                continue;
+            }
+            let Some(cur) = out.last_mut() else { continue };
+            let cpu = trimmed
+                .strip_prefix("CPU: ")
+                .and_then(|r| r.lines().next())
+                .and_then(|n| n.trim().parse().ok())
+                .unwrap_or(cur.cpus.len() as u32);
+            cur.cpus.push(CpuStat { cpu, text: t });
+        }
+        out.retain(|b| !b.cpus.is_empty());
+        out
     }
 
     /// PROCMAPS option texts, joined: trace-cmd (and our writer) store one

@@ -618,3 +618,43 @@ fn losses_of_empty_pages_carry_over() {
         .collect();
     assert_eq!(compat, ["0 Some(4)", "1 Some(5)"]);
 }
+
+#[test]
+fn cpu_stats_are_grouped_by_buffer() {
+    // A v6 file with trace-cmd's CPUSTAT layout: top CPUs, then an instance.
+    let mut b = build_v6(None);
+    let stats = [
+        "CPU: 0\nentries: 0\noverrun: 5\ndropped events: 0\n",
+        "CPU: 1\nentries: 0\noverrun: 0\ndropped events: 2\n",
+        "\nBuffer: inst\n\n",
+        "CPU: 1\nentries: 0\noverrun: 9\n",
+    ];
+    let at = b.windows(10).position(|w| w == b"options  \0").unwrap() + 10;
+    let mut opts = Vec::new();
+    for t in stats {
+        opts.extend_from_slice(&2u16.to_le_bytes());
+        opts.extend_from_slice(&(t.len() as u32 + 1).to_le_bytes());
+        opts.extend_from_slice(t.as_bytes());
+        opts.push(0);
+    }
+    // Shift everything after the options: rebuild with the data offsets moved.
+    let shift = opts.len();
+    b.splice(at..at, opts);
+    // The CPU data moved by `shift` bytes: fix the offsets in the table.
+    let table = b.windows(10).position(|w| w == b"flyrecord\0").unwrap() + 10;
+    for cpu in 0..2 {
+        let o = table + 16 * cpu;
+        let off = u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) + shift as u64;
+        b[o..o + 8].copy_from_slice(&off.to_le_bytes());
+    }
+    let f = open(b).unwrap();
+    assert_eq!(dump(&f, ""), expected());
+    let s = f.cpu_stats();
+    assert_eq!(s.len(), 2);
+    assert_eq!((s[0].name.as_str(), s[0].cpus.len()), ("", 2));
+    assert_eq!(s[0].cpus[0].value("overrun"), Some(5));
+    assert_eq!(s[0].cpus[1].value("dropped events"), Some(2));
+    assert_eq!(s[0].cpus[1].value("nothing"), None);
+    assert_eq!((s[1].name.as_str(), s[1].cpus[0].cpu), ("inst", 1));
+    assert_eq!(s[1].cpus[0].value("overrun"), Some(9));
+}
