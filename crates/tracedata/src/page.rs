@@ -509,6 +509,30 @@ mod tests {
     }
 
     #[test]
+    fn thirty_two_bit_kernel_layout() {
+        // u64 timestamp, u32 commit word, data at 12 (a 32-bit kernel).
+        let hp = HeaderPage {
+            timestamp_offset: 0,
+            commit_offset: 8,
+            commit_size: 4,
+            data_offset: 12,
+            data_size: 4084,
+        };
+        let data = PageBuilder::new(0).event(3, &[5; 8], false).data().to_vec();
+        let mut p = Vec::new();
+        p.extend_from_slice(&77u64.to_le_bytes());
+        let flags = data.len() as u32 | (1 << 31) | (1 << 30);
+        p.extend_from_slice(&flags.to_le_bytes());
+        p.extend_from_slice(&data);
+        p.extend_from_slice(&9u32.to_le_bytes());
+        p.resize(4096, 0);
+        let page = Page::new(&p, &hp).unwrap();
+        assert_eq!(page.missed(), Missed::Count(9));
+        let ev: Vec<_> = page.events().map(|r| r.unwrap()).collect();
+        assert_eq!(ev, vec![(80, &[5u8; 8][..])]);
+    }
+
+    #[test]
     fn corrupt_pages_error() {
         // truncated header
         assert!(Page::new(&[0u8; 12], &HP).is_err());
