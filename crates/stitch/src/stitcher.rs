@@ -5,11 +5,12 @@
 //!
 //! # Rules
 //!
-//! * A kernel event is the one a `user_unwind_cookie`, `user_stack` or
-//!   `kernel_stack` belongs to when it is the last kernel event on the same
-//!   CPU, of the same pid, with no loss on that CPU in between. A loss on a
-//!   CPU forgets that CPU's last event, so nothing is ever attached across a
-//!   gap.
+//! * A `user_unwind_cookie`, `user_stack` or `kernel_stack` belongs to the
+//!   newest of the last few kernel events on the same CPU that has the same
+//!   pid and no such record yet (normally the event just before it; an
+//!   interrupt can slip its own event and cookie in between). A loss on a
+//!   CPU forgets that CPU's recent events, so nothing is ever attached
+//!   across a gap.
 //! * Deferred groups are keyed by `(pid, cookie)`. At most one group per pid
 //!   is open (waiting for its stack); a cookie event with another cookie for
 //!   the same pid means the task went back to user space and entered the
@@ -293,7 +294,11 @@ impl Stitched {
     }
 }
 
-/// The last kernel event seen on a CPU.
+/// How many recent kernel events per CPU a cookie or stack record may
+/// belong to.
+const RECENT: usize = 4;
+
+/// A recent kernel event of a CPU.
 #[derive(Debug, Clone, Copy)]
 struct Last {
     pid: i32,
@@ -320,7 +325,8 @@ struct TaskState {
 #[derive(Debug, Default)]
 pub struct Stitcher {
     out: Stitched,
-    cpus: HashMap<u32, Last>,
+    /// The last few kernel events of each CPU, newest last.
+    cpus: HashMap<u32, Vec<Last>>,
     tasks: HashMap<i32, TaskState>,
     /// Incremented on every loss: a group opened at epoch `e` has seen a
     /// loss iff the epoch moved on.
@@ -337,22 +343,23 @@ impl Stitcher {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Kernel { seq, cpu, ts, pid } => {
-                self.cpus.insert(
-                    cpu,
-                    Last {
-                        pid,
-                        ev: EventRef {
-                            seq,
-                            cpu,
-                            ts,
-                            kernel_stack: None,
-                        },
-                        placed: [None, None],
-                        got_cookie: false,
-                        got_sync: false,
-                        got_kstack: false,
+                let recent = self.cpus.entry(cpu).or_default();
+                if recent.len() == RECENT {
+                    recent.remove(0);
+                }
+                recent.push(Last {
+                    pid,
+                    ev: EventRef {
+                        seq,
+                        cpu,
+                        ts,
+                        kernel_stack: None,
                     },
-                );
+                    placed: [None, None],
+                    got_cookie: false,
+                    got_sync: false,
+                    got_kstack: false,
+                });
             }
             Input::KernelStack {
                 cpu, pid, stack, ..
@@ -406,27 +413,47 @@ impl Stitcher {
             };
         }
         self.out.kernel_stacks.sort_unstable_by_key(|&(s, _)| s);
-        // Creation order is nearly time order already; make it exact.
+        // Creation order is nearly time order already; make it exact. A
+        // group's events can come out of order when an interrupt's event
+        // took its cookie first.
+        for g in &mut self.out.groups {
+            g.events.sort_by_key(|e| e.seq);
+        }
         self.out.groups.sort_by_key(|g| g.first_ts);
         self.out
     }
 
+    /// The newest recent event of `pid` on `cpu` that `free` accepts. A
+    /// cookie or stack record normally follows its event directly; looking
+    /// a few events back handles an interrupt whose events (and cookie)
+    /// were written between an event and its own cookie.
+    fn pick(&self, cpu: u32, pid: i32, free: impl Fn(&Last) -> bool) -> Option<usize> {
+        let recent = self.cpus.get(&cpu)?;
+        recent.iter().rposition(|l| l.pid == pid && free(l))
+    }
+
     fn kernel_stack(&mut self, cpu: u32, pid: i32, stack: &[u64]) {
-        let Some(last) = self.cpus.get_mut(&cpu) else {
+        let Some(i) = self.pick(cpu, pid, |l| !l.got_kstack) else {
             self.out.kernel_stacks_without_event += 1;
             return;
         };
-        if last.pid != pid || last.got_kstack {
-            self.out.kernel_stacks_without_event += 1;
-            return;
-        }
         let id = self.out.stacks.push(stack);
+        let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) else {
+            return;
+        };
         last.got_kstack = true;
         last.ev.kernel_stack = Some(id);
-        for (g, i) in last.placed.iter().flatten() {
-            self.out.groups[*g].events[*i].kernel_stack = Some(id);
+        for (g, j) in last.placed.iter().flatten() {
+            self.out.groups[*g].events[*j].kernel_stack = Some(id);
         }
         self.out.kernel_stacks.push((last.ev.seq, id));
+    }
+
+    fn place(&mut self, cpu: u32, i: usize, at: (usize, usize)) {
+        if let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) {
+            let slot = if last.placed[0].is_none() { 0 } else { 1 };
+            last.placed[slot] = Some(at);
+        }
     }
 
     fn new_group(&mut self, pid: i32, kind: GroupKind, cookie: Option<u64>, ts: u64) -> usize {
@@ -462,13 +489,12 @@ impl Stitcher {
 
     fn cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
         // The event this cookie belongs to.
-        let mut event = None;
-        if let Some(last) = self.cpus.get_mut(&cpu) {
-            if last.pid == pid && !last.got_cookie {
-                last.got_cookie = true;
-                event = Some(last.ev);
-            }
-        }
+        let picked = self.pick(cpu, pid, |l| !l.got_cookie);
+        let event = picked.and_then(|i| {
+            let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
+            last.got_cookie = true;
+            Some(last.ev)
+        });
         if event.is_none() {
             self.out.cookies_without_event += 1;
         }
@@ -498,9 +524,8 @@ impl Stitcher {
             grp.first_ts = grp.first_ts.min(ev.ts);
             grp.events.push(ev);
             let idx = grp.events.len() - 1;
-            if let Some(last) = self.cpus.get_mut(&cpu) {
-                let slot = if last.placed[0].is_none() { 0 } else { 1 };
-                last.placed[slot] = Some((g, idx));
+            if let Some(i) = picked {
+                self.place(cpu, i, (g, idx));
             }
         }
     }
@@ -554,13 +579,12 @@ impl Stitcher {
             ts,
             stack: id,
         };
-        let event = match self.cpus.get_mut(&cpu) {
-            Some(last) if last.pid == pid && !last.got_sync => {
-                last.got_sync = true;
-                Some(last.ev)
-            }
-            _ => None,
-        };
+        let picked = self.pick(cpu, pid, |l| !l.got_sync);
+        let event = picked.and_then(|i| {
+            let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
+            last.got_sync = true;
+            Some(last.ev)
+        });
         let g = self.new_group(pid, GroupKind::Sync, None, ts);
         let grp = &mut self.out.groups[g];
         grp.user_stack = Some(stack_ref);
@@ -569,9 +593,8 @@ impl Stitcher {
                 grp.first_ts = ev.ts;
                 grp.events.push(ev);
                 grp.status = Status::Complete;
-                if let Some(last) = self.cpus.get_mut(&cpu) {
-                    let slot = if last.placed[0].is_none() { 0 } else { 1 };
-                    last.placed[slot] = Some((g, 0));
+                if let Some(i) = picked {
+                    self.place(cpu, i, (g, 0));
                 }
             }
             None => grp.status = Status::OrphanStack,

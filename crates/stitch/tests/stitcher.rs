@@ -431,3 +431,59 @@ fn drops_per_cpu_sums_and_flags_unknown() {
         vec![(0, 2, false), (1, 12, false), (2, 0, true)]
     );
 }
+
+#[test]
+fn interrupt_between_event_and_its_cookie() {
+    // E0 is interrupted before its kernel stack and cookie are written; the
+    // interrupt's event E1 (same task, same kernel entry) gets its own
+    // first. Both must end in the group with their own kernel stacks.
+    let ks = |seq, ts, stack: &'static [u64]| Input::KernelStack {
+        seq,
+        cpu: 0,
+        ts,
+        pid: 5,
+        stack,
+    };
+    let s = stitch([
+        k(0, 0, 100, 5),
+        k(1, 0, 101, 5),
+        ks(2, 101, &[0xffff_ffff_8100_0001]),
+        c(3, 0, 101, 5, 0x77),
+        ks(4, 102, &[0xffff_ffff_8100_0000]),
+        c(5, 0, 102, 5, 0x77),
+        us(6, 0, 110, 5, 0x77, &[0x1]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::Complete, vec![0, 1], Some(vec![0x1]))]
+    );
+    let g = &s.groups[0];
+    assert_eq!(
+        s.stacks.get(g.events[0].kernel_stack.unwrap()),
+        &[0xffff_ffff_8100_0000]
+    );
+    assert_eq!(
+        s.stacks.get(g.events[1].kernel_stack.unwrap()),
+        &[0xffff_ffff_8100_0001]
+    );
+    assert_eq!(s.cookies_without_event, 0);
+    assert_eq!(s.kernel_stacks_without_event, 0);
+}
+
+#[test]
+fn only_a_few_recent_events_are_candidates() {
+    // A cookie cannot reach back past the last 4 events of its CPU.
+    let s = stitch([
+        k(0, 0, 100, 5),
+        k(1, 0, 101, 6),
+        k(2, 0, 102, 6),
+        k(3, 0, 103, 6),
+        k(4, 0, 104, 6),
+        c(5, 0, 105, 5, 0x77),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(5, Some(0x77), Status::Pending, vec![], None)]
+    );
+    assert_eq!(s.cookies_without_event, 1);
+}
