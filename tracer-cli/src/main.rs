@@ -11,7 +11,11 @@ use clap::{Parser, Subcommand};
 
 /// Command line of `tracer-cli`.
 #[derive(Parser)]
-#[command(name = "tracer-cli", version, about = "ftrace recorder and reporter with deferred user stacks")]
+#[command(
+    name = "tracer-cli",
+    version,
+    about = "ftrace recorder and reporter with deferred user stacks"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

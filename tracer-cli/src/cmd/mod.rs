@@ -1,12 +1,12 @@
 //! One module per subcommand.
-pub mod record;
-pub mod start;
-pub mod stop;
 pub mod extract;
+pub mod list;
+pub mod record;
+pub mod report;
 pub mod reset;
 pub mod show;
-pub mod list;
 pub mod stacks;
+pub mod start;
 pub mod stat;
-pub mod report;
+pub mod stop;
 pub mod tui;
