@@ -7,7 +7,8 @@
 //! timestamp like `trace-cmd report` does (on equal timestamps the lowest
 //! CPU wins).
 
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,10 @@ use crate::format::EventFormat;
 use crate::header::{HeaderEvent, HeaderPage};
 use crate::page::{Missed, Page, PageItem, PageItems};
 use crate::record::Record;
+
+/// Up to this many CPUs the merge scans them all for each event; above it
+/// uses a heap.
+const LINEAR_MERGE_MAX: usize = 4;
 
 /// Largest metadata section or chunk we agree to decompress (1 GiB).
 const MAX_UNCOMPRESSED: usize = 1 << 30;
@@ -1032,6 +1037,10 @@ impl TraceFile {
             pending: None,
             failed: false,
             compat_lost: false,
+            heap: BinaryHeap::new(),
+            started: false,
+            refill: None,
+            errors: VecDeque::new(),
         }
     }
 }
@@ -1177,6 +1186,13 @@ pub struct Records<'a> {
     pending: Option<Record<'a>>,
     failed: bool,
     compat_lost: bool,
+    /// Streams with a peeked event, by (timestamp, stream index): the
+    /// smallest timestamp first, the lowest CPU on ties (like trace-cmd).
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    started: bool,
+    /// Stream whose event was just returned and must be refilled.
+    refill: Option<usize>,
+    errors: VecDeque<Error>,
 }
 
 impl<'a> Records<'a> {
@@ -1195,6 +1211,23 @@ impl<'a> Records<'a> {
     pub fn failed(&self) -> bool {
         self.failed
     }
+
+    /// Loads the next event of stream `i` and queues it by timestamp.
+    #[inline]
+    fn fill_and_push(&mut self, i: usize) {
+        let s = &mut self.streams[i];
+        match s.fill(&self.header) {
+            Err(e) => {
+                self.failed = true;
+                self.errors.push_back(e);
+            }
+            Ok(()) => {
+                if let Some((ts, _)) = s.peeked {
+                    self.heap.push(Reverse((ts, i)));
+                }
+            }
+        }
+    }
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -1204,20 +1237,38 @@ impl<'a> Iterator for Records<'a> {
         if let Some(r) = self.pending.take() {
             return Some(Ok(Item::Event(r)));
         }
-        let mut best: Option<(usize, u64)> = None;
-        for i in 0..self.streams.len() {
-            let s = &mut self.streams[i];
-            if let Err(e) = s.fill(&self.header) {
-                self.failed = true;
-                return Some(Err(e));
-            }
-            if let Some((ts, _)) = s.peeked {
-                if best.is_none_or(|(_, bts)| ts < bts) {
-                    best = Some((i, ts));
+        let (ts, i) = if self.streams.len() <= LINEAR_MERGE_MAX {
+            // Few CPUs: a scan is cheaper than a heap.
+            let mut best: Option<(u64, usize)> = None;
+            for i in 0..self.streams.len() {
+                let s = &mut self.streams[i];
+                if let Err(e) = s.fill(&self.header) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                if let Some((ts, _)) = s.peeked {
+                    if best.is_none_or(|(bts, _)| ts < bts) {
+                        best = Some((ts, i));
+                    }
                 }
             }
-        }
-        let (i, ts) = best?;
+            best?
+        } else {
+            if !self.started {
+                self.started = true;
+                for i in 0..self.streams.len() {
+                    self.fill_and_push(i);
+                }
+            } else if let Some(i) = self.refill.take() {
+                self.fill_and_push(i);
+            }
+            if let Some(e) = self.errors.pop_front() {
+                return Some(Err(e));
+            }
+            let Reverse((ts, i)) = self.heap.pop()?;
+            self.refill = Some(i);
+            (ts, i)
+        };
         let s = &mut self.streams[i];
         let (_, data) = s.peeked.take().expect("peeked");
         let rec = Record {
