@@ -1,0 +1,805 @@
+#!/usr/bin/env python3
+"""Judge one boot-test run: the guest's data port log and the kernel console log.
+
+usage: check.py DATA_LOG CONSOLE_LOG USTEST_BINARY [--qemu-rc N] [--timed-out]
+
+Prints KTAP (``KTAP version 1``, ``1..N``, ``ok``/``not ok`` lines with
+diagnostics as ``# `` lines), then ``N passed, N failed, N skipped``; exits 1
+when anything is not ok. A case whose prerequisite is missing prints
+``not ok N name # SKIP reason``: it never counts as passed.
+
+Every check compares exact values: cookies, counts, symbolized frames (against
+the ustest binary's own symbol table via nm), loss counters.
+"""
+
+import argparse
+import base64
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import rawtrace  # noqa: E402
+
+# Expected call chains of tests/boot/progs/ustest.c, innermost first.
+CHAIN = ["chain_level3", "chain_level2", "chain_level1", "do_chain", "main"]
+FLOOD = ["flood_leaf", "do_flood", "main"]
+MIGRATE = ["mig_sleep", "mig_level1", "mig_worker"]
+EXITER = ["child_exit", "child_level1", "do_exiter", "main"]
+# what may follow main in a static glibc binary (start code, no frame pointers)
+LIBC_START = re.compile(r"^(__libc_start\w*|_start)$")
+
+NR_NANOSLEEP, NR_GETPID, NR_EXIT_GROUP = 35, 39, 231
+
+SPLAT = re.compile(
+    r"Kernel panic|BUG:|WARNING:|Oops|general protection fault|"
+    r"possible recursive locking|possible circular locking|inconsistent lock state|"
+    r"possible irq lock inversion|suspicious RCU usage|lock held when returning|"
+    r"DEBUG_LOCKS_WARN_ON|list_add corruption|list_del corruption|KFENCE:|"
+    r"soft lockup|hung_task|INFO: task .* blocked"
+)
+
+
+class CaseFail(Exception):
+    pass
+
+
+class Skip(Exception):
+    pass
+
+
+def expect(cond, msg):
+    if not cond:
+        raise CaseFail(msg)
+
+
+# ---------------------------------------------------------------------------
+# reading the logs
+
+
+def read_data_log(path):
+    """@@BEGIN id / @@FILE id name / base64 / @@EOF / @@END id rc=N / @@DONE"""
+    cases, done, start = {}, False, None
+    cur_file = None
+    buf = []
+    with open(path, "rb") as f:
+        for raw in f:
+            line = raw.decode("latin-1").rstrip("\r\n")
+            if cur_file is not None:
+                if line == "@@EOF":
+                    cid, name = cur_file
+                    try:
+                        cases[cid]["files"][name] = base64.b64decode("".join(buf))
+                    except ValueError:
+                        cases[cid]["files"][name] = b""
+                        cases[cid]["notes"].append(f"file {name}: bad base64 (serial garbled?)")
+                    cur_file, buf = None, []
+                else:
+                    buf.append(line.strip())
+                continue
+            if line.startswith("@@START"):
+                start = line
+            elif line.startswith("@@BEGIN "):
+                cid = line.split()[1]
+                cases[cid] = {"files": {}, "rc": None, "notes": []}
+            elif line.startswith("@@FILE "):
+                _, cid, name = line.split(maxsplit=2)
+                cases.setdefault(cid, {"files": {}, "rc": None, "notes": []})
+                cur_file, buf = (cid, name), []
+            elif line.startswith("@@END "):
+                parts = line.split()
+                cases.setdefault(parts[1], {"files": {}, "rc": None, "notes": []})
+                cases[parts[1]]["rc"] = int(parts[2].split("=")[1])
+            elif line.startswith("@@DONE"):
+                done = True
+    return cases, done, start
+
+
+def scan_console(path):
+    """-> (splats by case id ('boot' before the first case), kunit lines)"""
+    splats = {}
+    current = "boot"
+    lines = []
+    try:
+        with open(path, "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        line = line.rstrip("\r")
+        m = re.search(r"ustack-boot: (begin|end) (\S+)", line)
+        if m:
+            current = m.group(2) if m.group(1) == "begin" else "between cases"
+            continue
+        if SPLAT.search(line):
+            splats.setdefault(current, []).append(line.strip())
+        lines.append(line)
+    return splats, lines
+
+
+# ---------------------------------------------------------------------------
+# helpers shared by the cases
+
+
+def truth(files, name="truth.txt"):
+    t = files.get(name, b"").decode()
+    m = re.search(r"ustest (\w+) (.*)", t)
+    expect(m, f"{name}: no ground-truth line from ustest (got {t.strip()!r})")
+    vals = {}
+    for kv in m.group(2).split():
+        if "=" in kv:
+            k, v = kv.split("=", 1)
+            vals[k] = v
+    return vals
+
+
+def dump(files, prefix):
+    try:
+        d = rawtrace.Dump(files, prefix)
+    except (ValueError, KeyError) as e:
+        raise CaseFail(f"cannot decode the {prefix} dump: {e}")
+    cf = d.fmt("ftrace", "user_unwind_cookie")
+    sf = d.fmt("ftrace", "user_unwind_stack")
+    expect(cf is not None and sf is not None, "no user_unwind_cookie/user_unwind_stack format files")
+    expect("cookie" in cf.fields, "user_unwind_cookie has no field 'cookie'")
+    expect("cookie" in sf.fields and "stack" in sf.fields, "user_unwind_stack lacks cookie/stack")
+    return d, cf, sf
+
+
+def collect(d, cf, sf):
+    """Pair cookie events with the event before them; index stack events by (pid, cookie)."""
+    pairs, strays = [], []
+    for c in d.cpus:
+        p, s = rawtrace.cookie_pairs(c, cf)
+        pairs += p
+        strays += s
+    stacks = {}
+    for e in d.merged():
+        if e.fmt is sf:
+            stacks.setdefault((e.pid, e["cookie"]), []).append(e)
+    return pairs, strays, stacks
+
+
+def check_frames(syms, sf, ev, expected, allow_empty=False, diag=None):
+    stack = sf.u64_array(ev.data, "stack")
+    names = syms.frames(stack)
+    if not stack:
+        expect(allow_empty, f"empty stack for cookie {ev['cookie']:#x} (pid {ev.pid})")
+        return names
+    head, tail = names[: len(expected)], names[len(expected) :]
+    expect(
+        head == expected and all(LIBC_START.match(n) for n in tail),
+        f"pid {ev.pid} cookie {ev['cookie']:#x}: frames {names}, expected {expected} "
+        f"(+ libc start code)",
+    )
+    return names
+
+
+def check_frames_prefix(syms, sf, ev, expected, allow_empty=False):
+    stack = sf.u64_array(ev.data, "stack")
+    names = syms.frames(stack)
+    if not stack:
+        expect(allow_empty, f"empty stack for cookie {ev['cookie']:#x} (pid {ev.pid})")
+        return names
+    expect(
+        names[: len(expected)] == expected,
+        f"pid {ev.pid} cookie {ev['cookie']:#x}: frames {names}, expected to start {expected}",
+    )
+    return names
+
+
+def syscall_entries(events, pid, nr):
+    """Split one task's traced events (not the cookie/stack entries) into syscall
+    entries: sys_enter(nr) .. sys_exit(nr)."""
+    entries, cur = [], None
+    for e in events:
+        if e.pid != pid or e.name in ("user_unwind_cookie", "user_unwind_stack"):
+            continue
+        if e.name == "sys_enter" and e["id"] == nr:
+            cur = [e]
+            entries.append(cur)
+        elif cur is not None:
+            cur.append(e)
+            if e.name == "sys_exit" and e["id"] == nr:
+                cur = None
+    return entries
+
+
+# ---------------------------------------------------------------------------
+# the cases
+
+
+def case_ftracetest(ctx, files):
+    lst = files.get("tests.list", b"").decode().split()
+    out = files.get("ftracetest.txt", b"").decode("utf-8", "replace")
+    counts = {k: int(v) for k, v in re.findall(r"# of (\w+)[^:]*:\s*(\d+)", out)}
+    ctx.diag(f"ftracetest: {len(lst)} case(s): {' '.join(os.path.basename(t) for t in lst)}")
+    ctx.diag("results: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    # per failing test: its header and the tail of its (set -x) output
+    blocks = re.split(r"(?m)^(?=\[\d+\] )", out)
+    for b in blocks:
+        lines = b.splitlines()
+        if lines and re.search(r"\[(FAIL|UNRESOLVED|UNSUPPORTED|UNTESTED|XFAIL)\]", lines[0]):
+            ctx.diag(lines[0])
+            body = [ln for ln in lines[1:] if ln.strip() and not ln.startswith("# of")]
+            for ln in body[-12:]:
+                ctx.diag("  " + (ln if len(ln) < 160 else ln[:160] + "..."))
+    expect(counts, "no '# of passed' summary in the ftracetest output")
+    expect(counts.get("passed", 0) == len(lst), f"{counts.get('passed', 0)} of {len(lst)} passed")
+    bad = {k: v for k, v in counts.items() if k != "passed" and v}
+    expect(not bad, f"not all passed: {bad}")
+
+
+def case_kunit(ctx, files):
+    suites = {}
+    subtests = {}
+    cur = None
+    for line in ctx.console:
+        s = re.sub(r"^\[\s*\d+\.\d+\]\s?", "", line)
+        m = re.match(r"^\s*# Subtest: (\S+)", s)
+        if m:
+            cur = m.group(1)
+            subtests.setdefault(cur, [])
+            continue
+        m = re.match(r"^(\s*)(ok|not ok) (\d+) (\S+)(.*)", s)
+        if m:
+            indent, res, name, rest = m.group(1), m.group(2), m.group(4), m.group(5)
+            if indent == "" or name in subtests:
+                suites[name] = (res, rest.strip())
+            elif cur is not None:
+                subtests[cur].append((res, name, rest.strip()))
+    expect(suites, "no KUnit results in the kernel log (CONFIG_KUNIT?)")
+    failed = [n for n, (r, _) in suites.items() if r != "ok"]
+    unwind = [n for n in suites if "unwind" in n]
+    ctx.diag(f"{len(suites)} KUnit suites, unwind suites: {unwind or 'none'}")
+    expect(not failed, f"KUnit suites failed: {failed}")
+    expect(unwind, "no KUnit suite for the unwind abstraction (name containing 'unwind')")
+    for n in unwind:
+        subs = subtests.get(n, [])
+        expect(subs, f"suite {n} ran no test cases")
+        expect(all(r == "ok" and "SKIP" not in rest for r, _, rest in subs), f"suite {n}: {subs}")
+        expect("SKIP" not in suites[n][1], f"suite {n} skipped")
+        ctx.diag(f"{n}: {len(subs)} cases ok")
+
+
+def case_option_raw(ctx, files):
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c3")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    pairs, strays, stacks = collect(d, cf, sf)
+    evs = d.merged()
+    mine = [e for e in evs if e.pid == pid and e.fmt not in (cf, sf)]
+    paired = {id(e): c for e, c in pairs}
+    # every traced event of the task is followed by its cookie event
+    # the task's very last switch, as a zombie, cannot return to user space: no cookie
+    dying = [e for e in mine if e.name == "sched_switch" and e["prev_state"] & 0x30]
+    unpaired = [e for e in mine if id(e) not in paired and e not in dying]
+    expect(not unpaired, f"{len(unpaired)} events of pid {pid} without a cookie event: {unpaired[:3]}")
+    expect(not [s for s in strays if s.pid == pid], "cookie events not right after an event of the task")
+    entries = syscall_entries(evs, pid, NR_NANOSLEEP)
+    expect(len(entries) == n, f"{len(entries)} nanosleep entries recorded, ustest made {n}")
+    seen = {}
+    for ent in entries:
+        expect(ent[-1].name == "sys_exit", f"entry without sys_exit: {ent}")
+        cookies = {paired[id(e)]["cookie"] for e in ent}
+        expect(len(cookies) == 1, f"one syscall, several cookies: {[hex(c) for c in cookies]}")
+        c = cookies.pop()
+        expect(c != 0, "cookie 0")
+        expect(c not in seen, f"cookie {c:#x} shared by two syscalls")
+        seen[c] = ent
+    sched = sum(1 for ent in entries for e in ent if e.name == "sched_switch")
+    ctx.diag(f"{n} syscalls, {len(mine)} events of pid {pid} ({sched} sched_switch), all paired")
+    expect(sched > 0, "no sched_switch inside the nanosleep syscalls")
+    all_cookies = {c["cookie"] for e, c in pairs if e.pid == pid}
+    my_stacks = {k: v for k, v in stacks.items() if k[0] == pid}
+    for c in all_cookies:
+        st = my_stacks.get((pid, c), [])
+        expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events, expected exactly 1")
+    extra = set(k[1] for k in my_stacks) - all_cookies
+    expect(not extra, f"stack events for cookies never announced: {[hex(c) for c in extra]}")
+    expect(len(my_stacks) == len(all_cookies), "stack events != kernel entries that asked")
+    for c in seen:
+        names = check_frames(ctx.syms, sf, my_stacks[(pid, c)][0], CHAIN)
+    ctx.diag(f"{len(seen)} stacks symbolize to {names}")
+    # the human-readable trace file shows the same cookies and frames
+    text = files.get("trace.txt", b"").decode("utf-8", "replace")
+    expect(text.count("<user stack unwind>") >= n, "trace: fewer '<user stack unwind>' blocks than syscalls")
+    shown = {int(x, 16) for x in re.findall(r"cookie=(?:0x)?([0-9a-fA-F]+)", text)}
+    missing = [hex(c) for c in seen if c not in shown]
+    expect(not missing, f"trace does not show cookies {missing[:3]}")
+    addrs = {int(x, 16) for x in re.findall(r"=>\s*(?:<)?(?:0x)?([0-9a-fA-F]+)", text)}
+    some = sf.u64_array(my_stacks[(pid, next(iter(seen)))][0].data, "stack")
+    expect(all(a in addrs for a in some), "trace: the ' => addr' lines miss frames of a stack")
+
+
+def case_trigger_raw(ctx, files):
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c4")
+    pairs, strays, stacks = collect(d, cf, sf)
+    expect(not strays, f"{len(strays)} cookie events not right after their event")
+    wrong = [e for e, _ in pairs if not (e.name == "sys_enter" and e["id"] == NR_NANOSLEEP)]
+    expect(not wrong, f"cookies after events the filter excludes: {wrong[:3]}")
+    mine = [(e, c) for e, c in pairs if e.pid == pid]
+    expect(len(mine) == n, f"{len(mine)} cookie events for ustest, expected {n} (one per nanosleep)")
+    cookies = [c["cookie"] for _, c in mine]
+    expect(len(set(cookies)) == n, "cookies repeat across syscalls")
+    for c in cookies:
+        st = stacks.get((pid, c), [])
+        expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events")
+        check_frames(ctx.syms, sf, st[0], CHAIN)
+    others = [e for e in d.merged() if e.pid == pid and e.name in ("sys_exit", "sched_switch")]
+    expect(others, "sys_exit/sched_switch of ustest missing (were they traced?)")
+    ctx.diag(f"filter: {n} cookies, all on sys_enter(nanosleep); {len(others)} other events without")
+    # the counted trigger: exactly 3
+    t2 = truth(files, "truth-count.txt")
+    pid2 = int(t2["pid"])
+    d2, cf2, sf2 = dump(files, "c4b")
+    pairs2, strays2, stacks2 = collect(d2, cf2, sf2)
+    got = [(e, c) for e, c in pairs2]
+    expect(not strays2, "count trigger: stray cookie events")
+    expect(len(got) == 3, f"count trigger ':3': {len(got)} cookie events, expected 3")
+    expect(all(e.pid == pid2 and e["id"] == NR_NANOSLEEP for e, _ in got), "count trigger fired elsewhere")
+    for _, c in got:
+        st = stacks2.get((pid2, c["cookie"]), [])
+        expect(len(st) == 1, f"count trigger: cookie {c['cookie']:#x} has {len(st)} stacks")
+        check_frames(ctx.syms, sf2, st[0], CHAIN)
+    ctx.diag("count ':3': exactly 3 cookies with matching stacks")
+
+
+def case_loss_raw(ctx, files):
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c5")
+    lost = d.lost()
+    ctx.diag(f"per-CPU (stats overrun+dropped, pages flagged missing): {lost}")
+    expect(any(s > 0 for s, _ in lost), "no loss produced: the test did not test anything")
+    pf = d.fmt("ftrace", "print")
+    expect(pf is not None, "no ftrace/print format")
+    seqs = []
+    for c in d.cpus:
+        last = -1
+        for e in c.events:
+            if e.fmt is pf and e.pid == pid:
+                m = re.match(r"ustest seq=(\d+)", pf.string(e.data, "buf"))
+                if m:
+                    s = int(m.group(1))
+                    expect(s > last, f"cpu{c.cpu}: marker seq {s} after {last}")
+                    last = s
+                    seqs.append(s)
+    expect(seqs, "no markers survived")
+    expect(len(set(seqs)) == len(seqs), "duplicate markers")
+    expect(len(seqs) < n, f"{len(seqs)} of {n} markers seen yet loss was reported")
+    for c, (s, flagged) in zip(d.cpus, lost):
+        # a CPU whose surviving pages start after a gap must say so
+        if s == 0:
+            expect(flagged == 0, f"cpu{c.cpu}: pages flagged missing but stats show no loss")
+    pairs, strays, stacks = collect(d, cf, sf)
+    ok = 0
+    for e, c in pairs:
+        if e.pid != pid:
+            continue
+        st = stacks.get((pid, c["cookie"]), [])
+        expect(len(st) <= 1, f"cookie {c['cookie']:#x}: {len(st)} stacks")
+        if st and e.name == "sys_enter" and e["id"] == NR_GETPID:
+            names = ctx.syms.frames(sf.u64_array(st[0].data, "stack"))
+            if names and names[0] == "flood_leaf":
+                check_frames(ctx.syms, sf, st[0], FLOOD)
+                ok += 1
+    expect(ok > 0, "no complete getpid entry (cookie + stack) survived")
+    ctx.diag(f"{len(seqs)}/{n} markers survived, {ok} complete getpid stacks all correct")
+
+
+def case_migrate_raw(ctx, files):
+    t = truth(files)
+    tid, n = int(t["tid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c6")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    pairs, strays, stacks = collect(d, cf, sf)
+    paired = {id(e): c for e, c in pairs}
+    entries = [
+        ent
+        for ent in syscall_entries(d.merged(), tid, NR_NANOSLEEP)
+        if ent[-1].name == "sys_exit"
+    ]
+    expect(len(entries) >= n, f"{len(entries)} complete nanosleep entries of tid {tid}, expected {n}")
+    migrated = 0
+    for ent in entries:
+        expect(all(id(e) in paired for e in ent), f"event without cookie in {ent}")
+        cookies = {paired[id(e)]["cookie"] for e in ent}
+        expect(len(cookies) == 1, f"entry {ent}: cookies {[hex(c) for c in cookies]}")
+        c = cookies.pop()
+        if ent[0].cpu != ent[-1].cpu:
+            migrated += 1
+        st = stacks.get((tid, c), [])
+        expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events")
+        expect(st[0].ts >= ent[-1].ts, "stack event before the syscall returned")
+        check_frames_prefix(ctx.syms, sf, st[0], MIGRATE)
+    ctx.diag(f"{len(entries)} entries, {migrated} entered on one CPU and left on the other")
+    expect(migrated > 0, "no entry migrated between CPUs: the test did not test anything")
+
+
+def case_exit_raw(ctx, files):
+    t = truth(files)
+    children = [int(p) for p in t["children"].split(",") if p]
+    expect(len(children) == int(t["iterations"]) and t.get("bad") == "0", f"ustest: {t}")
+    d, cf, sf = dump(files, "c7")
+    pairs, strays, stacks = collect(d, cf, sf)
+    empty = 0
+    for child in children:
+        mine = [(e, c) for e, c in pairs if e.pid == child]
+        expect(len(mine) == 1, f"child {child}: {len(mine)} cookie events, expected 1")
+        e, c = mine[0]
+        expect(e.name == "sys_enter" and e["id"] == NR_EXIT_GROUP, f"child {child}: {e}")
+        st = stacks.get((child, c["cookie"]), [])
+        expect(len(st) == 1, f"child {child}: {len(st)} stack events for its cookie")
+        if not sf.u64_array(st[0].data, "stack"):
+            empty += 1
+        else:
+            check_frames(ctx.syms, sf, st[0], EXITER)
+    ctx.diag(f"{len(children)} exiting children, each with one stack event ({empty} empty)")
+
+
+def case_stress(ctx, files):
+    loops = files.get("loops.txt", b"").decode()
+    m = re.search(r"stress_rc=(\d+) loops=(\d+) fails=(\d+)", loops)
+    expect(m, f"no loop summary: {loops!r}")
+    t = truth(files)
+    ctx.diag(f"{m.group(2)} toggle/instance rounds, {t.get('rounds')} worker rounds")
+    expect(m.group(1) == "0", "ustest stress failed")
+    expect(int(m.group(2)) >= 5, "fewer than 5 rounds")
+    expect(m.group(3) == "0", f"{m.group(3)} tracefs writes failed")
+    t2 = truth(files, "truth-after.txt")
+    pid = int(t2["pid"])
+    d, cf, sf = dump(files, "s8c")
+    pairs, _, stacks = collect(d, cf, sf)
+    mine = [c["cookie"] for e, c in pairs if e.pid == pid]
+    expect(len(mine) == 3, f"after the stress: {len(mine)} cookies, expected 3")
+    for c in mine:
+        st = stacks.get((pid, c), [])
+        expect(len(st) == 1, f"after the stress: cookie {c:#x} has {len(st)} stacks")
+        check_frames(ctx.syms, sf, st[0], CHAIN)
+
+
+def case_trace_cmd(ctx, files):
+    for v in ("p", "o"):
+        what = {"p": "-p user_unwind", "o": "-O userstacktrace_delay"}[v]
+        rec = files.get(f"record-{v}.rc", b"").decode().strip()
+        rep = files.get(f"report-{v}.rc", b"").decode().strip()
+        err = files.get(f"record-{v}.err", b"").decode("utf-8", "replace").strip()
+        expect(rec == "record_rc=0", f"trace-cmd record {what}: {rec} {err[-300:]}")
+        expect(rep == "report_rc=0", f"trace-cmd report ({what}): {rep}")
+        text = files.get(f"report-{v}.txt", b"").decode("utf-8", "replace")
+        expect("FAILED TO PARSE" not in text, f"{what}: [FAILED TO PARSE] in the report")
+        t = truth(files, f"truth-{v}.txt")
+        pid, n = t["pid"], int(t["iterations"])
+        cookies, stack_cookies = [], []
+        for line in text.splitlines():
+            m = re.search(r"-(\d+)\s+\[\d+\].*?\b(user_unwind_cookie|user_unwind_stack):\s*(.*)", line)
+            if not m or m.group(1) != pid:
+                continue
+            c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
+            expect(c, f"{what}: no cookie= in {line.strip()!r}")
+            (cookies if m.group(2) == "user_unwind_cookie" else stack_cookies).append(int(c.group(1), 16))
+        ctx.diag(f"{what}: {len(cookies)} cookie and {len(stack_cookies)} stack events of ustest")
+        expect(len(cookies) >= n, f"{what}: {len(cookies)} cookie events, ustest made {n} nanosleeps")
+        missing = [hex(c) for c in set(cookies) if stack_cookies.count(c) != 1]
+        expect(not missing, f"{what}: cookies without exactly one stack event: {missing[:3]}")
+
+
+# ---------------------------------------------------------------------------
+# tracer-cli cases: its stitched JSON, cross-checked against trace-cmd's report
+# of the same trace.dat and against ustest's symbol table
+
+
+def rc_ok(files, name, what):
+    rc = files.get(f"{name}.rc", b"").decode().strip()
+    err = files.get(f"{name}.err", files.get(f"{name}.out", b"")).decode("utf-8", "replace").strip()
+    expect(rc == "rc=0", f"{what} failed ({rc or 'no rc'}): {err[-400:]}")
+
+
+def load_report(files):
+    import json
+
+    rc_ok(files, "report", "tracer-cli report --json")
+    try:
+        return json.loads(files.get("report.json", b"").decode())
+    except ValueError as e:
+        raise CaseFail(f"tracer-cli report --json is not JSON: {e}")
+
+
+def tc_cookies(files):
+    """trace-cmd report of tracer-cli's file: {(pid, cookie): [n cookie lines, n stack lines]}"""
+    rc_ok(files, "tc-report", "trace-cmd report of tracer-cli's trace.dat")
+    text = files.get("tc-report.txt", b"").decode("utf-8", "replace")
+    expect("FAILED TO PARSE" not in text, "trace-cmd report: [FAILED TO PARSE]")
+    out = {}
+    for line in text.splitlines():
+        m = re.search(r"-(\d+)\s+\[\d+\].*?\b(user_unwind_cookie|user_unwind_stack):\s*(.*)", line)
+        if not m:
+            continue
+        c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
+        expect(c, f"trace-cmd report: no cookie= in {line.strip()!r}")
+        k = (int(m.group(1)), int(c.group(1), 16))
+        out.setdefault(k, [0, 0])[0 if m.group(2) == "user_unwind_cookie" else 1] += 1
+    return out, text
+
+
+def group_frames(ctx, g):
+    """Symbols of a group's user stack: tracer-cli's names, checked against nm's."""
+    frames = g["user_stack"]["frames"]
+    addrs = [int(f["addr"], 16) for f in frames]
+    ours = ctx.syms.frames(addrs)
+    theirs = [f.get("symbol") or f["addr"] for f in frames]
+    expect(
+        ours == theirs,
+        f"tracer-cli symbolized {theirs}, ustest's symbol table says {ours} (cookie {g['cookie']})",
+    )
+    return theirs
+
+
+def expect_chain(names, expected, prefix_only=False, what=""):
+    head, tail = names[: len(expected)], names[len(expected) :]
+    ok = head == expected and (prefix_only or all(LIBC_START.match(n) for n in tail))
+    expect(ok, f"{what}frames {names}, expected {expected}{'...' if prefix_only else ' (+ libc start)'}")
+
+
+def syscall_nr(ev):
+    m = re.search(r"NR (\d+)", ev.get("info", ""))
+    return int(m.group(1)) if m else None
+
+
+def check_pairing(g, tc):
+    """A stack may be attached only when trace-cmd sees the same cookie paired."""
+    cookie = int(g["cookie"], 16)
+    n = tc.get((g["pid"], cookie), [0, 0])
+    expect(g["cookie_events"] >= 1, f"group {g['cookie']} complete without cookie events")
+    expect(n[0] >= 1 and n[1] == 1, f"pid {g['pid']} cookie {g['cookie']}: trace-cmd shows {n[0]} cookie "
+           f"and {n[1]} stack events, yet tracer-cli attached a stack")
+
+
+def case_tc_record(ctx, files):
+    rc_ok(files, "record", "tracer-cli record")
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    rep = load_report(files)
+    tc, _ = tc_cookies(files)
+    mine = [g for g in rep["groups"] if g["pid"] == pid]
+    expect(all(g["kind"] == "deferred" for g in mine), "non-deferred groups for ustest")
+    bad = [(g["cookie"], g["status"]) for g in mine if g["status"] != "complete"]
+    expect(not bad, f"groups of ustest not complete: {bad[:5]}")
+    sys_groups = [g for g in mine if any(syscall_nr(e) == NR_NANOSLEEP for e in g["events"])]
+    expect(len(sys_groups) == n, f"{len(sys_groups)} groups with a nanosleep, ustest made {n}")
+    cookies = [g["cookie"] for g in mine]
+    expect(len(set(cookies)) == len(cookies), "two groups with the same cookie")
+    for g in sys_groups:
+        names = [e["name"] for e in g["events"]]
+        expect(names[0] == "sys_enter" and names[-1] == "sys_exit", f"group {g['cookie']}: events {names}")
+        expect(g["cookie_events"] == len(g["events"]), f"group {g['cookie']}: {g['cookie_events']} cookies "
+               f"for {len(g['events'])} events")
+        expect_chain(group_frames(ctx, g), CHAIN, what=f"cookie {g['cookie']}: ")
+        check_pairing(g, tc)
+    tc_mine = {k: v for k, v in tc.items() if k[0] == pid}
+    expect(len(tc_mine) == len(mine), f"trace-cmd sees {len(tc_mine)} cookies of ustest, tracer-cli "
+           f"{len(mine)} groups")
+    expect(all(v[1] == 1 for v in tc_mine.values()), "a cookie without exactly one stack event")
+    sched = sum(1 for g in sys_groups for e in g["events"] if e["name"] == "sched_switch")
+    ctx.diag(f"{n} syscall groups complete ({sched} sched_switch inside), frames {CHAIN}, "
+             f"{len(mine)} groups == {len(tc_mine)} cookies in trace-cmd's view")
+
+
+def case_tc_loss(ctx, files):
+    rc_ok(files, "start", "tracer-cli start")
+    rc_ok(files, "extract", "tracer-cli extract")
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    kl = []
+    cpu = 0
+    while f"kstats.cpu{cpu}" in files:
+        s = rawtrace.parse_stats(files[f"kstats.cpu{cpu}"].decode())
+        kl.append(s.get("overrun", 0) + s.get("dropped events", 0))
+        cpu += 1
+    rep = load_report(files)
+    drops = {d["cpu"]: d["count"] + d["unknown_count"] for d in rep["drops"]}
+    ctx.diag(f"kernel per-CPU loss {kl}, tracer-cli drops {rep['drops']}")
+    expect(kl and any(kl), "no loss produced: the test did not test anything")
+    for c, lost in enumerate(kl):
+        if lost:
+            expect(drops.get(c, 0) > 0, f"cpu{c}: the kernel lost {lost} events, tracer-cli reports none")
+    tc, text = tc_cookies(files)
+    seen = len(re.findall(r"ustest seq=\d+", text))
+    expect(seen < n, f"{seen} of {n} markers in the file despite the loss")
+    complete = 0
+    for g in rep["groups"]:
+        if g["user_stack"] is None or g["status"] != "complete":
+            continue
+        check_pairing(g, tc)
+        if g["pid"] == pid:
+            names = group_frames(ctx, g)
+            if names and names[0] == "flood_leaf":
+                expect_chain(names, FLOOD, what=f"cookie {g['cookie']}: ")
+                complete += 1
+    expect(complete > 0, "no complete getpid group survived")
+    st = {}
+    for g in rep["groups"]:
+        st[g["status"]] = st.get(g["status"], 0) + 1
+    ctx.diag(f"{seen}/{n} markers kept; groups {st}; {complete} complete flood stacks all correct")
+
+
+def case_tc_migrate(ctx, files):
+    rc_ok(files, "record", "tracer-cli record")
+    t = truth(files)
+    tid, n = int(t["tid"]), int(t["iterations"])
+    rep = load_report(files)
+    tc, _ = tc_cookies(files)
+    mine = [g for g in rep["groups"] if g["pid"] == tid and any(syscall_nr(e) == NR_NANOSLEEP for e in g["events"])]
+    expect(len(mine) == n, f"{len(mine)} nanosleep groups for tid {tid}, expected {n}")
+    migrated = 0
+    for g in mine:
+        expect(g["status"] == "complete", f"group {g['cookie']}: {g['status']}")
+        ev = g["events"]
+        expect(ev[0]["name"] == "sys_enter" and ev[-1]["name"] == "sys_exit", f"group {g['cookie']}: {ev}")
+        if ev[0]["cpu"] != ev[-1]["cpu"]:
+            migrated += 1
+        expect_chain(group_frames(ctx, g), MIGRATE, prefix_only=True, what=f"cookie {g['cookie']}: ")
+        check_pairing(g, tc)
+    ctx.diag(f"{n} groups complete, {migrated} migrated between CPUs")
+    expect(migrated > 0, "no group migrated: the test did not test anything")
+
+
+def case_tc_exit(ctx, files):
+    rc_ok(files, "record", "tracer-cli record")
+    t = truth(files)
+    children = [int(p) for p in t["children"].split(",") if p]
+    rep = load_report(files)
+    tc, _ = tc_cookies(files)
+    empty = 0
+    for child in children:
+        gs = [g for g in rep["groups"] if g["pid"] == child]
+        expect(len(gs) == 1, f"child {child}: {len(gs)} groups, expected 1")
+        g = gs[0]
+        expect(g["status"] == "complete", f"child {child}: status {g['status']}")
+        expect([syscall_nr(e) for e in g["events"]] == [NR_EXIT_GROUP], f"child {child}: {g['events']}")
+        check_pairing(g, tc)
+        names = group_frames(ctx, g)
+        if names:
+            expect_chain(names, EXITER, what=f"child {child}: ")
+        else:
+            empty += 1
+    ctx.diag(f"{len(children)} children: one complete group each ({empty} with an empty stack)")
+
+
+CASES = [
+    ("01-ftracetest", "ftracetest", case_ftracetest),
+    ("02-kunit", "kunit_rust_unwind", case_kunit),
+    ("03-option-raw", "option_deferred_stacks_raw", case_option_raw),
+    ("03b-tracer-cli-record", "tracer_cli_record_deferred", case_tc_record),
+    ("04-trigger-raw", "trigger_filter_count_raw", case_trigger_raw),
+    ("05-loss-raw", "loss_small_buffer_raw", case_loss_raw),
+    ("05b-tracer-cli-loss", "tracer_cli_loss_drops", case_tc_loss),
+    ("06-migrate-raw", "migration_raw", case_migrate_raw),
+    ("06b-tracer-cli-migrate", "tracer_cli_migration", case_tc_migrate),
+    ("07-exit-raw", "exit_while_pending_raw", case_exit_raw),
+    ("07b-tracer-cli-exit", "tracer_cli_exit_while_pending", case_tc_exit),
+    ("08-stress", "stress_toggle_instances", case_stress),
+    ("09-trace-cmd", "trace_cmd_compat", case_trace_cmd),
+]
+
+
+class Ctx:
+    def __init__(self, console, syms):
+        self.console = console
+        self.syms = syms
+        self.lines = []
+
+    def diag(self, msg):
+        for line in str(msg).splitlines():
+            self.lines.append(f"# {line}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data_log")
+    ap.add_argument("console_log")
+    ap.add_argument("ustest")
+    ap.add_argument("--qemu-rc", type=int, default=0)
+    ap.add_argument("--timed-out", action="store_true")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--save", metavar="DIR", help="write every case's files to DIR/CASE/")
+    args = ap.parse_args()
+
+    cases, done, start = read_data_log(args.data_log)
+    if args.save:
+        for cid, c in cases.items():
+            os.makedirs(os.path.join(args.save, cid), exist_ok=True)
+            for name, content in c["files"].items():
+                with open(os.path.join(args.save, cid, os.path.basename(name)), "wb") as f:
+                    f.write(content)
+    splats, console = scan_console(args.console_log)
+    nm = subprocess.run(["nm", "-n", args.ustest], capture_output=True, text=True, check=True)
+    syms = rawtrace.Symbols(nm.stdout)
+    for name in set(CHAIN + FLOOD + MIGRATE + EXITER):
+        if name not in syms.by_name:
+            sys.exit(f"check.py: {args.ustest} has no symbol {name}")
+    only = [o for o in args.only.split(",") if o]
+    selected = [c for c in CASES if not only or c[0].split("-")[0] in only]
+
+    print("KTAP version 1")
+    print(f"1..{len(selected) + 1}")
+    passed = failed = skipped = 0
+    for i, (cid, name, fn) in enumerate(selected, 1):
+        ctx = Ctx(console, syms)
+        status, reason = "ok", ""
+        c = cases.get(cid)
+        try:
+            if c is None:
+                raise CaseFail("the guest never started this case (hang or crash earlier)")
+            for note in c["notes"]:
+                ctx.diag(note)
+            if c["rc"] is None:
+                raise CaseFail("the case never finished (guest hang or crash)")
+            if c["rc"] == 124 or c["rc"] == 143:
+                raise CaseFail(f"the case timed out in the guest (rc={c['rc']})")
+            if "skip" in c["files"]:
+                raise Skip(c["files"]["skip"].decode().strip())
+            if c["rc"] != 0:
+                raise CaseFail(f"guest script failed, rc={c['rc']}")
+            fn(ctx, c["files"])
+        except Skip as e:
+            status, reason = "skip", str(e)
+        except CaseFail as e:
+            status, reason = "not ok", str(e)
+        except Exception as e:  # a checker bug must fail the case, never pass it
+            status, reason = "not ok", f"checker error: {type(e).__name__}: {e}"
+        if c is not None and cid in splats:
+            status = "not ok" if status != "skip" else status
+            reason = (reason + "; " if reason else "") + f"kernel splat during the case: {splats[cid][0]}"
+        if c is not None and status != "ok":
+            out = c["files"].get("out.txt", b"").decode("utf-8", "replace").strip()
+            if out:
+                ctx.diag("guest output (tail):")
+                ctx.diag("\n".join(out.splitlines()[-15:]))
+        for line in ctx.lines:
+            print(line)
+        if status == "ok":
+            passed += 1
+            print(f"ok {i} {name}")
+        elif status == "skip":
+            skipped += 1
+            print(f"not ok {i} {name} # SKIP {reason}")
+        else:
+            failed += 1
+            print(f"# FAIL: {reason}")
+            print(f"not ok {i} {name}")
+
+    # the run as a whole: completed, no timeout, no panic, clean kernel log
+    problems = []
+    if args.timed_out:
+        problems.append("QEMU timed out (guest hang)")
+    if not done:
+        problems.append("the guest did not reach the end of the suite")
+    for where, lines in splats.items():
+        for line in lines[:5]:
+            problems.append(f"kernel log ({where}): {line}")
+    if start:
+        print(f"# guest: {start[len('@@START '):]}")
+    for p in problems:
+        print(f"# {p}")
+    if problems:
+        failed += 1
+        print(f"not ok {len(selected) + 1} kernel_log_clean_and_no_hang")
+    else:
+        passed += 1
+        print(f"ok {len(selected) + 1} kernel_log_clean_and_no_hang")
+    strict = os.environ.get("CI") == "true"
+    if strict and skipped:
+        print("# CI=true: a skipped case is a failure (its prerequisite must be there in CI)")
+        failed += skipped
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+    return 1 if failed or skipped else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ustest: the guest-side test program of the ustack boot tests (tests/boot).
+ *
+ * Static, non-PIE, built with frame pointers, so every user stack the kernel
+ * records can be symbolized on the host against this binary's symbol table
+ * (nm) and compared with the known call chains below. The syscalls are issued
+ * with inline asm from the innermost function, so the interrupted user IP is
+ * inside that function and the frame-pointer chain continues at its caller.
+ *
+ * usage:
+ *   ustest chain N        main -> chain_level1 -> chain_level2 -> chain_level3: N nanosleeps
+ *   ustest flood N FILE   N x (getpid from flood_leaf, then "ustest seq=I" into FILE,
+ *                         a trace_marker) as fast as possible
+ *   ustest migrate N      thread mig_worker -> mig_level1 -> mig_sleep: N x nanosleep(20ms);
+ *                         during each sleep the main thread moves it to the other CPU
+ *   ustest exiter N       N children: child_level1 -> child_exit, exit_group from inside
+ *   ustest stress SECS    8 threads fork/exit/getpid/nanosleep for SECS seconds
+ *
+ * Each mode prints one line of ground truth to stdout: "ustest MODE pid=P ...".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOINL __attribute__((noinline, noclone, used))
+/* keeps each call a real call with a return address (no sibling calls) */
+#define BARRIER() asm volatile("" ::: "memory")
+
+static inline __attribute__((always_inline)) long sys2(long nr, long a, long b)
+{
+	long ret;
+
+	asm volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b) : "rcx", "r11", "memory");
+	return ret;
+}
+
+static volatile long sink;
+
+/*
+ * Called right after each syscall by the innermost functions: it makes them
+ * non-leaf, so that gcc gives them a frame (push %rbp) even when they need no
+ * stack; without one, the frame-pointer unwinder skips their caller.
+ */
+NOINL void after_syscall(long r)
+{
+	sink += r;
+}
+
+/* ---- chain ---- */
+NOINL long chain_level3(int n)
+{
+	struct timespec ts = { 0, 1000 };
+	long r = 0;
+
+	for (int i = 0; i < n; i++) {
+		r += sys2(SYS_nanosleep, (long)&ts, 0);
+		after_syscall(r);
+	}
+	BARRIER();
+	return r;
+}
+
+NOINL long chain_level2(int n)
+{
+	long r = chain_level3(n);
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL long chain_level1(int n)
+{
+	long r = chain_level2(n);
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL int do_chain(int n)
+{
+	sink = chain_level1(n);
+	printf("ustest chain pid=%d iterations=%d syscall=%d\n", getpid(), n, SYS_nanosleep);
+	return 0;
+}
+
+/* ---- flood ---- */
+NOINL long flood_leaf(void)
+{
+	long r = sys2(SYS_getpid, 0, 0);
+
+	after_syscall(r);
+	return r;
+}
+
+NOINL int do_flood(int n, const char *marker)
+{
+	int fd = open(marker, O_WRONLY);
+	char buf[64];
+
+	if (fd < 0) {
+		perror(marker);
+		return 1;
+	}
+	for (int i = 0; i < n; i++) {
+		int len = snprintf(buf, sizeof(buf), "ustest seq=%d", i);
+
+		sink += flood_leaf();
+		if (write(fd, buf, len) != len) {
+			perror("write marker");
+			return 1;
+		}
+	}
+	close(fd);
+	printf("ustest flood pid=%d iterations=%d syscall=%d\n", getpid(), n, SYS_getpid);
+	return 0;
+}
+
+/* ---- migrate ---- */
+static volatile int mig_tid;
+static volatile int mig_in_sleep;
+static int mig_n;
+
+NOINL long mig_sleep(void)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	long r;
+
+	mig_in_sleep = 1;
+	r = sys2(SYS_nanosleep, (long)&ts, 0);
+	after_syscall(r);
+	return r;
+}
+
+NOINL long mig_level1(void)
+{
+	long r = mig_sleep();
+
+	BARRIER();
+	return r + 1;
+}
+
+static int pin(int tid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return sched_setaffinity(tid, sizeof(set), &set);
+}
+
+NOINL void *mig_worker(void *arg)
+{
+	(void)arg;
+	mig_tid = (int)syscall(SYS_gettid);
+	for (int i = 0; i < mig_n; i++) {
+		while (mig_in_sleep) /* wait until the mover has done its job */
+			sched_yield();
+		sink += mig_level1();
+	}
+	return NULL;
+}
+
+NOINL int do_migrate(int n)
+{
+	pthread_t t;
+	int moved = 0;
+
+	mig_n = n;
+	pin(0, 0);
+	if (pthread_create(&t, NULL, mig_worker, NULL))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+		while (!mig_in_sleep)
+			sched_yield();
+		/* the worker is inside nanosleep (or about to enter it): move it */
+		nanosleep(&ts, NULL);
+		if (pin(mig_tid, (i + 1) % 2) == 0)
+			moved++;
+		mig_in_sleep = 0;
+	}
+	pthread_join(t, NULL);
+	printf("ustest migrate pid=%d tid=%d iterations=%d moved=%d syscall=%d\n", getpid(), mig_tid, n,
+	       moved, SYS_nanosleep);
+	return 0;
+}
+
+/* ---- exiter ---- */
+NOINL void child_exit(int code)
+{
+	after_syscall(sys2(SYS_exit_group, code, 0));
+	for (;;)
+		;
+}
+
+NOINL void child_level1(int code)
+{
+	child_exit(code);
+	BARRIER();
+}
+
+NOINL int do_exiter(int n)
+{
+	int bad = 0;
+
+	printf("ustest exiter pid=%d children=", getpid());
+	for (int i = 0; i < n; i++) {
+		pid_t p = fork();
+		int st;
+
+		if (p == 0)
+			child_level1(i & 0x7f);
+		if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) || WEXITSTATUS(st) != (i & 0x7f))
+			bad++;
+		printf("%s%d", i ? "," : "", p);
+	}
+	printf(" iterations=%d bad=%d syscall=%d\n", n, bad, SYS_exit_group);
+	return bad != 0;
+}
+
+/* ---- stress ---- */
+static volatile int stop;
+static long stress_counts[8];
+
+NOINL void *stress_worker(void *arg)
+{
+	long id = (long)arg, c = 0;
+	struct timespec ts = { 0, 10000 };
+
+	while (!stop) {
+		pid_t p = fork();
+
+		if (p == 0)
+			_exit(0);
+		if (p > 0)
+			waitpid(p, NULL, 0);
+		sink += sys2(SYS_getpid, 0, 0);
+		nanosleep(&ts, NULL);
+		c++;
+	}
+	stress_counts[id] = c;
+	return NULL;
+}
+
+NOINL int do_stress(int secs)
+{
+	pthread_t t[8];
+	long total = 0;
+
+	for (long i = 0; i < 8; i++)
+		if (pthread_create(&t[i], NULL, stress_worker, (void *)i))
+			return 1;
+	sleep(secs);
+	stop = 1;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i], NULL);
+		total += stress_counts[i];
+	}
+	printf("ustest stress pid=%d rounds=%ld\n", getpid(), total);
+	return total == 0;
+}
+
+int main(int argc, char **argv)
+{
+	int n = argc > 2 ? atoi(argv[2]) : 10;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 2)
+		goto usage;
+	if (!strcmp(argv[1], "chain"))
+		return do_chain(n);
+	if (!strcmp(argv[1], "flood") && argc > 3)
+		return do_flood(n, argv[3]);
+	if (!strcmp(argv[1], "migrate"))
+		return do_migrate(n);
+	if (!strcmp(argv[1], "exiter"))
+		return do_exiter(n);
+	if (!strcmp(argv[1], "stress"))
+		return do_stress(n);
+usage:
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress N [MARKER]\n");
+	return 2;
+}

@@ -1,0 +1,303 @@
+"""Independent decoder for what the boot-test guest dumps from tracefs.
+
+The boot tests check the kernel side against this small decoder rather than
+against the project's own reader (crates/tracedata), so that a bug shared by
+the recorder and the reader cannot hide itself. It reads:
+
+* event ``format`` files (id, field offsets and sizes),
+* ``header_page`` (page layout),
+* per-CPU ``trace_pipe_raw`` dumps (whole ring-buffer pages).
+
+Ring-buffer page layout (include/linux/ring_buffer.h, kernel/trace/ring_buffer.c):
+a page header (u64 timestamp, local_t commit whose bits 31/30 flag missed
+events / a stored missed count), then events with a 32-bit header
+(type_len:5, time_delta:27). type_len 1..28: data of type_len*4 bytes;
+0: length in the next u32 (it counts itself); 29: padding; 30: time extend;
+31: absolute time stamp.
+"""
+
+import re
+import struct
+
+MISSED_EVENTS = 1 << 31
+MISSED_STORED = 1 << 30
+TYPE_PADDING, TYPE_TIME_EXTEND, TYPE_TIME_STAMP = 29, 30, 31
+
+
+class Field:
+    def __init__(self, decl, offset, size, signed):
+        self.decl = decl
+        self.offset = offset
+        self.size = size
+        self.signed = signed
+        m = re.match(r"(.*?)(\w+)\s*(\[[^\]]*\])?\s*$", decl)
+        self.type = m.group(1).strip() if m else decl
+        self.name = m.group(2) if m else decl
+        self.array = m.group(3) if m else None
+
+    @property
+    def data_loc(self):
+        return self.type.startswith("__data_loc") or self.type.startswith("__rel_loc")
+
+
+class Format:
+    """One event format file."""
+
+    def __init__(self, text, system="", name=""):
+        self.system = system
+        self.name = name
+        self.id = None
+        self.fields = {}
+        for line in text.splitlines():
+            line = line.strip()
+            if line.startswith("name:"):
+                self.name = line.split(":", 1)[1].strip()
+            elif line.startswith("ID:"):
+                self.id = int(line.split(":", 1)[1])
+            elif line.startswith("field:"):
+                m = re.match(
+                    r"field:(.*?);\s*offset:(\d+);\s*size:(\d+);(?:\s*signed:(\d+);)?", line
+                )
+                if m:
+                    f = Field(m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) == "1")
+                    self.fields[f.name] = f
+        if self.id is None:
+            raise ValueError(f"format {system}/{name} has no ID")
+
+    def value(self, data, name):
+        """Integer value of a scalar field."""
+        f = self.fields[name]
+        raw = data[f.offset : f.offset + f.size]
+        if len(raw) != f.size:
+            raise ValueError(f"{self.name}: record too short for {name}")
+        return int.from_bytes(raw, "little", signed=f.signed)
+
+    def u64_array(self, data, name):
+        """Elements of an unsigned long array field (__data_loc, fixed or trailing)."""
+        f = self.fields[name]
+        if f.data_loc:
+            loc = int.from_bytes(data[f.offset : f.offset + 4], "little")
+            off, length = loc & 0xFFFF, loc >> 16
+            if f.type.startswith("__rel_loc"):
+                off += f.offset + 4
+            raw = data[off : off + length]
+            if len(raw) != length:
+                raise ValueError(f"{self.name}: __data_loc {name} points past the record")
+        elif f.size == 0:
+            raw = data[f.offset :]
+        else:
+            raw = data[f.offset : f.offset + f.size]
+        raw = raw[: len(raw) // 8 * 8]
+        return [v for (v,) in struct.iter_unpack("<Q", raw)]
+
+    def string(self, data, name):
+        f = self.fields[name]
+        if f.data_loc:
+            loc = int.from_bytes(data[f.offset : f.offset + 4], "little")
+            raw = data[loc & 0xFFFF : (loc & 0xFFFF) + (loc >> 16)]
+        elif f.size == 0:
+            raw = data[f.offset :]
+        else:
+            raw = data[f.offset : f.offset + f.size]
+        return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+class Event:
+    __slots__ = ("cpu", "ts", "fmt", "data", "seq")
+
+    def __init__(self, cpu, ts, fmt, data, seq):
+        self.cpu, self.ts, self.fmt, self.data, self.seq = cpu, ts, fmt, data, seq
+
+    @property
+    def name(self):
+        return self.fmt.name if self.fmt else "?"
+
+    @property
+    def pid(self):
+        return int.from_bytes(self.data[4:8], "little", signed=True)
+
+    def __getitem__(self, field):
+        return self.fmt.value(self.data, field)
+
+    def __repr__(self):
+        return f"<{self.name} cpu{self.cpu} ts={self.ts} pid={self.pid}>"
+
+
+class CpuData:
+    """Decoded pages of one CPU: events in order plus the page loss flags."""
+
+    def __init__(self, cpu):
+        self.cpu = cpu
+        self.events = []
+        self.pages = 0
+        self.missed_pages = 0
+        self.missed_count = 0
+        self.unknown_ids = set()
+
+
+def page_size_from_header(text):
+    """Size of a ring-buffer page from header_page (offset + size of `data`)."""
+    m = re.search(r"field:\s*char data;\s*offset:(\d+);\s*size:(\d+);", text)
+    if not m:
+        raise ValueError("header_page has no data field")
+    return int(m.group(1)) + int(m.group(2)), int(m.group(1))
+
+
+def decode_cpu(raw, cpu, formats_by_id, page_size, data_offset):
+    out = CpuData(cpu)
+    seq = 0
+    for p in range(0, len(raw) - data_offset + 1, page_size):
+        page = raw[p : p + page_size]
+        if len(page) < data_offset:
+            break
+        out.pages += 1
+        ts = struct.unpack_from("<Q", page, 0)[0]
+        commit = struct.unpack_from("<Q", page, 8)[0]
+        size = commit & ~(MISSED_EVENTS | MISSED_STORED) & 0xFFFFFFFF
+        if commit & MISSED_EVENTS:
+            out.missed_pages += 1
+            if commit & MISSED_STORED and data_offset + size + 8 <= len(page):
+                out.missed_count += struct.unpack_from("<Q", page, data_offset + size)[0]
+        data = page[data_offset : data_offset + size]
+        off = 0
+        while off + 4 <= len(data):
+            hdr = struct.unpack_from("<I", data, off)[0]
+            tl, delta = hdr & 0x1F, hdr >> 5
+            if tl == TYPE_PADDING:
+                if delta == 0:
+                    break
+                off += 4 + struct.unpack_from("<I", data, off + 4)[0]
+                ts += delta
+                continue
+            if tl == TYPE_TIME_EXTEND:
+                ts += (struct.unpack_from("<I", data, off + 4)[0] << 27) | delta
+                off += 8
+                continue
+            if tl == TYPE_TIME_STAMP:
+                abs_ts = (struct.unpack_from("<I", data, off + 4)[0] << 27) | delta
+                ts = (ts & ~((1 << 59) - 1)) | abs_ts
+                off += 8
+                continue
+            if tl == 0:
+                length = struct.unpack_from("<I", data, off + 4)[0] - 4
+                start = off + 8
+            else:
+                length = tl * 4
+                start = off + 4
+            ts += delta
+            rec = data[start : start + length]
+            off = start + ((length + 3) & ~3)
+            if len(rec) < 8:
+                continue
+            etype = struct.unpack_from("<H", rec, 0)[0]
+            fmt = formats_by_id.get(etype)
+            if fmt is None:
+                out.unknown_ids.add(etype)
+            out.events.append(Event(cpu, ts, fmt, rec, seq))
+            seq += 1
+    return out
+
+
+def parse_stats(text):
+    """per_cpu/cpuN/stats -> dict of int values (entries, overrun, dropped events...)."""
+    vals = {}
+    for line in text.splitlines():
+        if ":" in line:
+            k, v = line.split(":", 1)
+            try:
+                vals[k.strip()] = int(v.split()[0])
+            except (ValueError, IndexError):
+                pass
+    return vals
+
+
+class Dump:
+    """What the guest's `dump INSTANCE PREFIX` left: per-CPU events, stats, formats."""
+
+    def __init__(self, files, prefix):
+        self.formats = {}
+        for fname, content in files.items():
+            if fname.startswith("fmt.") and content:
+                parts = fname.split(".")
+                fmt = Format(content.decode(), parts[1], ".".join(parts[2:]))
+                self.formats[fmt.id] = fmt
+        if "header_page" not in files:
+            raise ValueError("no header_page in the dump")
+        page_size, data_offset = page_size_from_header(files["header_page"].decode())
+        self.cpus = []
+        self.stats = []
+        cpu = 0
+        while f"{prefix}.cpu{cpu}.raw" in files:
+            self.cpus.append(
+                decode_cpu(files[f"{prefix}.cpu{cpu}.raw"], cpu, self.formats, page_size, data_offset)
+            )
+            self.stats.append(parse_stats(files.get(f"{prefix}.cpu{cpu}.stats", b"").decode()))
+            cpu += 1
+        if not self.cpus:
+            raise ValueError(f"no {prefix}.cpuN.raw files")
+
+    def fmt(self, system, name):
+        for f in self.formats.values():
+            if f.system == system and f.name == name:
+                return f
+        return None
+
+    def merged(self):
+        """All events of all CPUs, by timestamp (stable within a CPU)."""
+        evs = [e for c in self.cpus for e in c.events]
+        evs.sort(key=lambda e: (e.ts, e.cpu, e.seq))
+        return evs
+
+    def lost(self):
+        """Per CPU: (overrun + dropped events from stats, pages flagged as missing)."""
+        return [
+            (s.get("overrun", 0) + s.get("dropped events", 0), c.missed_pages)
+            for s, c in zip(self.stats, self.cpus)
+        ]
+
+
+def cookie_pairs(cpu_data, cookie_fmt):
+    """Per CPU, pair every user_unwind_cookie event with the event just before it.
+
+    Returns (pairs, strays): pairs = [(event, cookie_event)], strays = cookie events
+    with no preceding event of the same task on that CPU."""
+    pairs, strays = [], []
+    prev = None
+    for e in cpu_data.events:
+        if e.fmt is cookie_fmt:
+            if prev is not None and prev.fmt is not cookie_fmt and prev.pid == e.pid:
+                pairs.append((prev, e))
+            else:
+                strays.append(e)
+        prev = e
+    return pairs, strays
+
+
+class Symbols:
+    """Function symbols of a static binary (from `nm -n` output)."""
+
+    def __init__(self, nm_text):
+        syms = []
+        for line in nm_text.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] in "TtWw":
+                syms.append((int(parts[0], 16), parts[2]))
+        syms.sort()
+        self.syms = syms
+        self.addrs = [a for a, _ in syms]
+        self.by_name = {n: a for a, n in syms}
+
+    def lookup(self, addr):
+        import bisect
+
+        i = bisect.bisect_right(self.addrs, addr) - 1
+        if i < 0:
+            return None
+        # past the last symbol of .text we cannot tell: treat > 1 MiB away as unknown
+        if addr - self.syms[i][0] > (1 << 20):
+            return None
+        return self.syms[i][1]
+
+    def frames(self, stack):
+        """Symbolize a user stack: frame 0 is an IP, the others are return addresses."""
+        return [self.lookup(a if i == 0 else a - 1) or hex(a) for i, a in enumerate(stack)]
