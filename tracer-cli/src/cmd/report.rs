@@ -1,9 +1,13 @@
 //! `tracer-cli report`: prints a trace.dat file like `trace-cmd report`.
 //!
-//! The file is read and its pages decoded by `tracedata`; each event's text
-//! (comm, pid, timestamp and the event's own print format or plugin output)
-//! comes from libtraceevent through `libtraceevent-sys`, called with the same
-//! formats `trace-cmd report` uses, so that the text is byte-identical.
+//! The file is read, its pages decoded and its CPUs (and buffers) merged by
+//! `tracedata`. libtraceevent, through `libtraceevent-sys`, is set up the way
+//! trace-cmd sets it up (header page, formats, kallsyms, printk formats,
+//! saved cmdlines, plugins) and prints each event's info (print format or
+//! plugin); the comm/pid/cpu and time columns are written here the way
+//! libtraceevent writes them. The text is byte-identical to `trace-cmd
+//! report` 3.1.6, including instance prefixes, `CPU:N [N EVENTS DROPPED]`
+//! lines, `--cpu` and `-F`/`-v` filters.
 //!
 //! With `--stacks`, `--json` or `--folded` the stitched view of
 //! [`crate::cmd::stacks`] is printed instead.
@@ -26,8 +30,8 @@ pub struct Args {
     /// Only show events of these CPUs (repeatable; lists like `0,2-3` work).
     #[arg(long = "cpu", value_name = "CPUS")]
     pub cpu: Vec<String>,
-    /// Event filter in trace-cmd syntax, e.g. `sched_switch` or
-    /// `sched:sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
+    /// Event filter in trace-cmd (libtraceevent) syntax, e.g. `sched_switch`,
+    /// `sched/sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
     #[arg(short = 'F', long = "filter", value_name = "FILTER")]
     pub filter: Vec<String>,
     /// Invert the `-F` filters: hide the events they match.
