@@ -55,15 +55,35 @@ impl Tmux {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    fn alive(&self) -> bool {
-        self.cmd(&["has-session", "-t", "t"]).status.success()
-    }
 }
 
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+/// Wraps `cmd` so that its exit status lands in `status` (tmux's own
+/// pane_dead_status is not always filled in).
+fn recording_status(cmd: &str, status: &Path) -> String {
+    format!("{cmd}; echo $? > {}", status.display())
+}
+
+/// Waits for the exit status written by [`recording_status`].
+fn wait_exit(t: &Tmux, status: &Path, secs: u64) -> String {
+    let start = Instant::now();
+    loop {
+        if let Ok(s) = std::fs::read_to_string(status) {
+            if s.ends_with('\n') {
+                return s.trim().to_string();
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(secs),
+            "the program did not exit\n{}",
+            t.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -96,10 +116,14 @@ fn tui_in_tmux() {
     let t = Tmux {
         socket: format!("tracer-cli-test-{}", std::process::id()),
     };
-    let cmd = format!(
-        "{} tui -i {}",
-        env!("CARGO_BIN_EXE_tracer-cli"),
-        file.display()
+    let status = dir.join("exit");
+    let cmd = recording_status(
+        &format!(
+            "{} tui -i {}",
+            env!("CARGO_BIN_EXE_tracer-cli"),
+            file.display()
+        ),
+        &status,
     );
     let o = t.cmd(&[
         "new-session",
@@ -192,26 +216,7 @@ fn tui_in_tmux() {
 
     // Quit: the program exits cleanly.
     t.keys(&["q"]);
-    let start = Instant::now();
-    loop {
-        let o = t.cmd(&[
-            "display-message",
-            "-p",
-            "-t",
-            "t",
-            "#{pane_dead} #{pane_dead_status}",
-        ]);
-        let status = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if status == "1 0" {
-            break;
-        }
-        assert!(
-            t.alive() && start.elapsed() < Duration::from_secs(20),
-            "tui did not exit cleanly: {status:?}\n{}",
-            t.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_eq!(wait_exit(&t, &status, 20), "0");
     drop(t);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -238,10 +243,14 @@ fn tui_live_in_tmux() {
     let t = Tmux {
         socket: format!("tracer-cli-live-{}", std::process::id()),
     };
-    let cmd = format!(
-        "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; sleep 0.2; done'",
-        env!("CARGO_BIN_EXE_tracer-cli"),
-        out.display()
+    let status = dir.join("exit");
+    let cmd = recording_status(
+        &format!(
+            "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; sleep 0.2; done'",
+            env!("CARGO_BIN_EXE_tracer-cli"),
+            out.display()
+        ),
+        &status,
     );
     let o = t.cmd(&[
         "new-session",
@@ -264,26 +273,7 @@ fn tui_live_in_tmux() {
     assert!(s.contains(" sh "), "{s}");
     assert!(!s.contains("Groups 0/0"), "{s}");
     t.keys(&["q"]);
-    let start = Instant::now();
-    loop {
-        let o = t.cmd(&[
-            "display-message",
-            "-p",
-            "-t",
-            "t",
-            "#{pane_dead} #{pane_dead_status}",
-        ]);
-        let status = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if status == "1 0" {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "tui --live did not exit cleanly: {status:?}\n{}",
-            t.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert_eq!(wait_exit(&t, &status, 30), "0");
     assert!(
         !Path::new("/sys/kernel/tracing/instances")
             .join(&inst)

@@ -40,49 +40,54 @@ pub fn run(args: &super::report::Args) -> Result<()> {
     };
     let f = TraceFile::open(&args.input)
         .with_context(|| format!("cannot open {}", args.input.display()))?;
-    let out = render_file(&f, mode)?;
+    print_file(&f, mode)
+}
+
+/// Writes the stitched view of `f` to stdout; a closed pipe (`| head`) is
+/// not an error.
+pub fn print_file(f: &TraceFile, mode: Mode) -> Result<()> {
     let stdout = std::io::stdout();
-    let mut lock = stdout.lock();
-    match lock.write_all(out.as_bytes()).and_then(|_| lock.flush()) {
-        // A closed pipe (`| head`) is not an error worth reporting.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        r => r.context("cannot write to stdout"),
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match write_file(f, mode, &mut out).and_then(|_| out.flush().map_err(Into::into)) {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        r => r.context("cannot write the report"),
     }
 }
 
-/// Renders the stitched view of the top (or first) buffer of `f`.
-pub fn render_file(f: &TraceFile, mode: Mode) -> Result<String> {
+/// Writes the stitched view of the first buffer with data of `f`, one
+/// group at a time (only the index and the folded counts are held).
+pub fn write_file(f: &TraceFile, mode: Mode, out: &mut dyn Write) -> Result<()> {
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer(f);
     let mut texts = view::Texts::for_file(f);
-    let details: Vec<GroupDetail> = idx
-        .stitched
-        .groups
-        .iter()
-        .map(|g| {
-            view::detail(
-                &idx,
-                g,
-                |s| file::record(f, buf, &idx.events[s as usize]),
-                &mut texts,
-                &mut sym,
-            )
-        })
-        .collect();
-    let mut out = match mode {
-        Mode::Text => text(&idx, &details),
-        Mode::Json => json(&idx, &details),
-        Mode::Folded => folded(&details),
-    };
+    let details = idx.stitched.groups.iter().map(|g| {
+        view::detail(
+            &idx,
+            g,
+            |s| file::record(f, buf, &idx.events[s as usize]),
+            &mut texts,
+            &mut sym,
+        )
+    });
+    match mode {
+        Mode::Text => text(&idx, details, out)?,
+        Mode::Json => json(&idx, details, out)?,
+        Mode::Folded => folded(details, out)?,
+    }
     if let Some(e) = &idx.error {
         // The data read before the error is still shown; say it is partial.
         eprintln!("tracer-cli: warning: trace data cut short: {e}");
         if mode == Mode::Text {
-            out.push_str(&format!("# trace data cut short: {e}\n"));
+            writeln!(out, "# trace data cut short: {e}")?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 fn drops_text(idx: &Index) -> String {
@@ -103,30 +108,34 @@ fn drops_text(idx: &Index) -> String {
 }
 
 /// Text blocks, preceded by a summary comment.
-pub fn text(idx: &Index, details: &[GroupDetail]) -> String {
+pub fn text(
+    idx: &Index,
+    details: impl Iterator<Item = GroupDetail>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let mut counts = BTreeMap::new();
-    for d in details {
-        *counts.entry(d.status).or_insert(0usize) += 1;
+    for g in &idx.stitched.groups {
+        *counts.entry(g.status).or_insert(0usize) += 1;
     }
     let c = |s| counts.get(&s).copied().unwrap_or(0);
-    let mut out = format!(
-        "# {} events, {} groups: {} complete, {} pending, {} stack-lost, {} orphan-stack; drops: {}\n",
+    writeln!(
+        out,
+        "# {} events, {} groups: {} complete, {} pending, {} stack-lost, {} orphan-stack; drops: {}",
         idx.events.len(),
-        details.len(),
+        idx.stitched.groups.len(),
         c(Status::Complete),
         c(Status::Pending),
         c(Status::StackLost),
         c(Status::OrphanStack),
         drops_text(idx)
-    );
+    )?;
     for d in details {
-        out.push('\n');
+        writeln!(out)?;
         for l in d.lines() {
-            out.push_str(&l);
-            out.push('\n');
+            writeln!(out, "{l}")?;
         }
     }
-    out
+    Ok(())
 }
 
 /// Escapes a string for JSON.
@@ -164,8 +173,13 @@ fn frames_json(fr: &[Frame]) -> String {
     format!("[{}]", v.join(","))
 }
 
-/// One JSON document: `{"events":N,"drops":[..],"groups":[..]}`.
-pub fn json(idx: &Index, details: &[GroupDetail]) -> String {
+/// One JSON document: `{"events":N,"drops":[..],"groups":[..]}`, one
+/// group per line.
+pub fn json(
+    idx: &Index,
+    details: impl Iterator<Item = GroupDetail>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let drops: Vec<String> = idx
         .stitched
         .drops_per_cpu()
@@ -174,61 +188,75 @@ pub fn json(idx: &Index, details: &[GroupDetail]) -> String {
             format!("{{\"cpu\":{cpu},\"count\":{n},\"unknown_count\":{unknown}}}")
         })
         .collect();
-    let mut groups = Vec::new();
-    for d in details {
-        let events: Vec<String> = d
-            .events
-            .iter()
-            .map(|e| {
-                format!(
-                    "{{\"seq\":{},\"cpu\":{},\"ts\":{},\"name\":{},\"info\":{},\"kernel_stack\":{}}}",
-                    e.seq,
-                    e.cpu,
-                    e.ts,
-                    js(&e.name),
-                    js(&e.info),
-                    frames_json(&e.kernel)
-                )
-            })
-            .collect();
-        let user = match d.user {
-            Some(u) => format!(
-                "{{\"cpu\":{},\"ts\":{},\"frames\":{}}}",
-                u.cpu,
-                u.ts,
-                frames_json(&d.user_frames)
-            ),
-            None => "null".into(),
-        };
-        groups.push(format!(
-            "{{\"pid\":{},\"comm\":{},\"kind\":\"{}\",\"cookie\":{},\"status\":\"{}\",\"first_ts\":{},\"last_ts\":{},\"loss_while_open\":{},\"cookie_events\":{},\"events\":[{}],\"user_stack\":{}}}",
-            d.pid,
-            js(&d.comm),
-            match d.kind {
-                stitch::GroupKind::Deferred => "deferred",
-                stitch::GroupKind::Sync => "sync",
-            },
-            d.cookie.map(|c| format!("\"{c:#x}\"")).unwrap_or_else(|| "null".into()),
-            d.status.name(),
-            d.first_ts,
-            d.last_ts,
-            d.loss_while_open,
-            d.cookie_events,
-            events.join(","),
-            user
-        ));
-    }
-    format!(
-        "{{\"events\":{},\"drops\":[{}],\"groups\":[\n{}\n]}}\n",
+    writeln!(
+        out,
+        "{{\"events\":{},\"drops\":[{}],\"groups\":[",
         idx.events.len(),
-        drops.join(","),
-        groups.join(",\n")
+        drops.join(",")
+    )?;
+    let mut first = true;
+    for d in details {
+        if !first {
+            out.write_all(b",\n")?;
+        }
+        first = false;
+        out.write_all(group_json(&d).as_bytes())?;
+    }
+    out.write_all(b"\n]}\n")
+}
+
+fn group_json(d: &GroupDetail) -> String {
+    let events: Vec<String> = d
+        .events
+        .iter()
+        .map(|e| {
+            format!(
+                "{{\"seq\":{},\"cpu\":{},\"ts\":{},\"name\":{},\"info\":{},\"kernel_stack\":{}}}",
+                e.seq,
+                e.cpu,
+                e.ts,
+                js(&e.name),
+                js(&e.info),
+                frames_json(&e.kernel)
+            )
+        })
+        .collect();
+    let user = match d.user {
+        Some(u) => format!(
+            "{{\"cpu\":{},\"ts\":{},\"frames\":{}}}",
+            u.cpu,
+            u.ts,
+            frames_json(&d.user_frames)
+        ),
+        None => "null".into(),
+    };
+    format!(
+        "{{\"pid\":{},\"comm\":{},\"kind\":\"{}\",\"cookie\":{},\"status\":\"{}\",\"first_ts\":{},\"last_ts\":{},\"loss_while_open\":{},\"cookie_events\":{},\"events\":[{}],\"user_stack\":{}}}",
+        d.pid,
+        js(&d.comm),
+        match d.kind {
+            stitch::GroupKind::Deferred => "deferred",
+            stitch::GroupKind::Sync => "sync",
+        },
+        d.cookie
+            .map(|c| format!("\"{c:#x}\""))
+            .unwrap_or_else(|| "null".into()),
+        d.status.name(),
+        d.first_ts,
+        d.last_ts,
+        d.loss_while_open,
+        d.cookie_events,
+        events.join(","),
+        user
     )
 }
 
 /// Folded stacks: `comm;user (outermost first);kernel (outermost
 /// first);event count`, one line per distinct stack, sorted.
-pub fn folded(details: &[GroupDetail]) -> String {
+pub fn folded(
+    details: impl Iterator<Item = GroupDetail>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let mut acc: BTreeMap<String, u64> = BTreeMap::new();
     for d in details {
         let user: Vec<String> = if d.user.is_some() {
@@ -244,9 +272,8 @@ pub fn folded(details: &[GroupDetail]) -> String {
             *acc.entry(parts.join(";")).or_default() += 1;
         }
     }
-    let mut out = String::new();
     for (k, v) in acc {
-        out.push_str(&format!("{k} {v}\n"));
+        writeln!(out, "{k} {v}")?;
     }
-    out
+    Ok(())
 }

@@ -72,9 +72,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     if !tty {
         let f = tracedata::TraceFile::open(&args.input)?;
-        let out = super::stacks::render_file(&f, super::stacks::Mode::Text)?;
-        print!("{out}");
-        return Ok(());
+        return super::stacks::print_file(&f, super::stacks::Mode::Text);
     }
     tui::run(&tui::Options {
         input: args.input,
