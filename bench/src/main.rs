@@ -56,21 +56,19 @@ struct Round {
     detail: String,
 }
 
-/// Runs `f` on FILE (and its busiest buffer) for ROUNDS rounds (default 5)
-/// and prints the row
+/// Runs `f` on FILE for ROUNDS rounds (default 5) and prints the row
 /// `| FILE | events | min ms | median ms | M events/s (median) | detail |`.
-fn timed(args: &[String], f: fn(&Path, Option<&str>) -> Res<Round>) -> Res<()> {
+fn timed(args: &[String], f: fn(&Path) -> Res<Round>) -> Res<()> {
     let path = PathBuf::from(args.first().ok_or(USAGE)?);
     let rounds: usize = match args.get(1) {
         Some(r) => r.parse().map_err(|_| format!("bad round count {r:?}"))?,
         None => 5,
     };
-    let buffer = busiest(&open(&path)?);
     let mut times = Vec::new();
     let mut first: Option<Round> = None;
     for _ in 0..rounds.max(1) {
         let t = Instant::now();
-        let r = f(&path, buffer.as_deref())?;
+        let r = f(&path)?;
         times.push(t.elapsed().as_secs_f64());
         if let Some(p) = &first {
             if (p.events, p.check) != (r.events, r.check) {
@@ -112,19 +110,9 @@ fn open(path: &Path) -> Res<TraceFile> {
     TraceFile::open(path).map_err(|e| e.to_string())
 }
 
-/// The name of the buffer with the most data: `trace-cmd extract -B NAME`
-/// writes an empty top buffer beside the instance, and the stitch and TUI
-/// default (the top buffer) would then show nothing.
-fn busiest(f: &TraceFile) -> Option<String> {
-    f.buffers()
-        .iter()
-        .max_by_key(|b| b.cpus.iter().map(|c| f.cpu_data(c).len()).sum::<usize>())
-        .map(|b| b.name.clone())
-}
-
 /// Opens the file and decodes every event of every buffer, merged over the
 /// CPUs, reading each event's type and pid.
-fn decode(path: &Path, _buffer: Option<&str>) -> Res<Round> {
+fn decode(path: &Path) -> Res<Round> {
     let t = Instant::now();
     let f = open(path)?;
     let opened = t.elapsed();
@@ -154,10 +142,11 @@ fn decode(path: &Path, _buffer: Option<&str>) -> Res<Round> {
     })
 }
 
-/// Opens the file, indexes and stitches one buffer.
-fn stitch_load(path: &Path, buffer: Option<&str>) -> Res<Round> {
+/// Opens the file, indexes and stitches the buffer `tracer-cli tui` and
+/// `report --stacks` pick (the first one that holds data).
+fn stitch_load(path: &Path) -> Res<Round> {
     let f = open(path)?;
-    let buf = stitch::file::buffer(&f, buffer).map_err(|e| e.to_string())?;
+    let buf = stitch::file::buffer(&f, None).map_err(|e| e.to_string())?;
     let idx = stitch::file::load(&f, buf);
     if let Some(e) = &idx.error {
         return Err(format!("{}: {e}", path.display()));
@@ -171,9 +160,9 @@ fn stitch_load(path: &Path, buffer: Option<&str>) -> Res<Round> {
 }
 
 /// What `tracer-cli tui` does before its first frame, on a 200x50 screen.
-fn tui_first_frame(path: &Path, buffer: Option<&str>) -> Res<Round> {
+fn tui_first_frame(path: &Path) -> Res<Round> {
     let size = (200, 50);
-    let (mut app, mut src) = tui::open(path, buffer, size).map_err(|e| e.to_string())?;
+    let (mut app, mut src) = tui::open(path, None, size).map_err(|e| e.to_string())?;
     app.refresh(&mut src);
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).map_err(|e| e.to_string())?;
     term.draw(|f| tui::ui::render(f, &app))
