@@ -225,7 +225,20 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     ] {
         assert!(text.contains(needle), "report lacks {needle:?}");
     }
-    // Nanosecond timestamps (-t) too.
+    // Latency format (-l) and nanosecond timestamps (-t) too.
+    for args in [&["-l"][..], &["-l", "-t"][..]] {
+        let theirs = Command::new("trace-cmd")
+            .arg("report")
+            .args(args)
+            .arg(&v7)
+            .output()
+            .expect("trace-cmd report");
+        assert!(theirs.status.success());
+        assert!(
+            theirs.stdout == our_report(&v7, args),
+            "report {args:?} differs from trace-cmd"
+        );
+    }
     let theirs = Command::new("trace-cmd")
         .args(["report", "-t"])
         .arg(&v7)

@@ -232,6 +232,9 @@ fn synthetic_files_report_like_trace_cmd() {
             );
         }
         compare(&f, &["-t"]);
+        let lat = compare(&f, &["-l"]);
+        assert!(lat.contains("worker-z-100     0"), "latency format");
+        compare(&f, &["-l", "-t"]);
         // Only the top buffer: no prefixes; filters and CPU selection work
         // in trace-cmd there.
         let top = write(&dir, &format!("top-{name}"), opts, &[], true);

@@ -40,6 +40,10 @@ pub struct Args {
     /// Print timestamps in nanoseconds.
     #[arg(short = 't')]
     pub nsec: bool,
+    /// Latency format: short comm, the irqs-off/need-resched/hardirq/
+    /// softirq/preempt-depth flags column.
+    #[arg(short = 'l')]
+    pub latency: bool,
     /// Group events by cookie and show their user stacks (stitched view).
     #[arg(long)]
     pub stacks: bool,
@@ -111,6 +115,7 @@ pub struct Printer {
     /// not count nanoseconds (then libtraceevent prints `%12d`).
     time: Option<(u64, u32)>,
     line: Vec<u8>,
+    latency: bool,
 }
 
 impl Printer {
@@ -145,7 +150,13 @@ impl Printer {
             seq: tep::TraceSeq::new(),
             time: in_usecs(file).then_some((1000, 6)),
             line: Vec::with_capacity(256),
+            latency: false,
         })
+    }
+
+    /// Uses trace-cmd's latency format (`trace-cmd report -l`).
+    pub fn set_latency(&mut self) {
+        self.latency = true;
     }
 
     /// Prints nanosecond timestamps (`trace-cmd report -t`).
@@ -198,6 +209,33 @@ impl Printer {
             _ => {}
         }
         let mut rec = Self::raw_record(r, ts);
+        if self.latency {
+            self.seq.reset();
+            // SAFETY: the handle, the seq and the record (whose data borrows
+            // `r`) are valid for the calls; the variadic arguments are the
+            // "COMM"/"LATENCY" strings and the unsigned PID/CPU selectors
+            // the conversions expect.
+            unsafe {
+                tep::tep_print_event(
+                    self.tep.as_ptr(),
+                    self.seq.as_mut_ptr(),
+                    &mut rec,
+                    c"%8.8s-%-5d %3d".as_ptr(),
+                    tep::TEP_PRINT_COMM.as_ptr(),
+                    tep::TEP_PRINT_PID,
+                    tep::TEP_PRINT_CPU,
+                );
+                tep::tep_print_event(
+                    self.tep.as_ptr(),
+                    self.seq.as_mut_ptr(),
+                    &mut rec,
+                    c"%s".as_ptr(),
+                    tep::TEP_PRINT_LATENCY.as_ptr(),
+                );
+            }
+            self.line.extend_from_slice(self.seq.as_bytes());
+            return self.finish_line(&mut rec, ts, name);
+        }
         let pid = r.common_pid().unwrap_or(0);
         // SAFETY: the handle is valid; the returned string is owned by it and
         // copied before any other call.
@@ -214,6 +252,13 @@ impl Printer {
         }
         line.extend_from_slice(comm);
         let _ = write!(line, "-{pid:<5} [{:03}]", r.cpu);
+        self.finish_line(&mut rec, ts, name)
+    }
+
+    /// Appends the time, name and info columns to `self.line`.
+    fn finish_line(&mut self, rec: &mut tep::tep_record, ts: u64, name: &str) -> &[u8] {
+        use std::io::Write as _;
+        let line = &mut self.line;
         match self.time {
             Some((div, prec)) => {
                 line.push(b' ');
@@ -229,7 +274,7 @@ impl Printer {
                     tep::tep_print_event(
                         self.tep.as_ptr(),
                         self.seq.as_mut_ptr(),
-                        &mut rec,
+                        rec,
                         c"%12d:".as_ptr(),
                         tep::TEP_PRINT_TIME,
                     );
@@ -247,7 +292,7 @@ impl Printer {
             tep::tep_print_event(
                 self.tep.as_ptr(),
                 self.seq.as_mut_ptr(),
-                &mut rec,
+                rec,
                 c"%s".as_ptr(),
                 tep::TEP_PRINT_INFO.as_ptr(),
             );
@@ -486,6 +531,9 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
     let mut printer = Printer::new(file)?;
     if args.nsec {
         printer.set_nsec();
+    }
+    if args.latency {
+        printer.set_latency();
     }
     let cpus = args.cpus()?;
     writeln!(out, "cpus={}", file.cpu_count())?;
