@@ -211,6 +211,9 @@ pub enum Msg {
     SearchPrev,
     /// Clear every filter.
     ClearFilters,
+    /// Left click at (column, row): selects the row under it, or focuses
+    /// the pane.
+    Click(u16, u16),
     /// The terminal was resized.
     Resize(u16, u16),
     /// Quit.
@@ -641,11 +644,46 @@ impl App {
                 self.apply_filter();
                 self.message = "filters cleared".into();
             }
+            Msg::Click(x, y) => self.click(x, y),
             Msg::Resize(w, h) => self.size = (w, h),
             Msg::Quit => self.quit = true,
             Msg::Char(_) | Msg::Backspace | Msg::Submit | Msg::Cancel => {}
         }
         self.refresh(src);
+    }
+
+    fn click(&mut self, x: u16, y: u16) {
+        let l = ui::layout(self.size.0, self.size.1);
+        let inside = |r: ratatui::layout::Rect| {
+            x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
+        };
+        // Data rows start below the top border and the column header.
+        let row_in = |r: ratatui::layout::Rect, rows: usize| {
+            let first = r.y + 2;
+            (y >= first && ((y - first) as usize) < rows).then(|| (y - first) as usize)
+        };
+        match self.tab {
+            Tab::Groups if inside(l.groups) => {
+                self.focus = Focus::List;
+                if let Some(r) = row_in(l.groups, l.group_rows) {
+                    let i = self.goff + r;
+                    if i < self.groups.len() {
+                        self.gsel = i;
+                        self.dscroll = 0;
+                    }
+                }
+            }
+            Tab::Groups if inside(l.detail) => self.focus = Focus::Detail,
+            Tab::Events if inside(l.events) => {
+                if let Some(r) = row_in(l.events, l.event_rows) {
+                    let i = self.eoff + r;
+                    if i < self.event_count() {
+                        self.esel = i;
+                    }
+                }
+            }
+            _ => {}
+        }
     }
 
     fn submit(&mut self, kind: Prompt, text: String, src: &mut dyn Source) {

@@ -1,6 +1,8 @@
 //! Terminal input to [`Msg`].
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseEventKind};
+use crossterm::event::{
+    Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers, MouseButton, MouseEventKind,
+};
 
 use crate::app::{Msg, Prompt, Tab};
 
@@ -12,6 +14,7 @@ pub fn map_event(ev: &Event, prompt: bool) -> Option<Msg> {
         Event::Mouse(m) => match m.kind {
             MouseEventKind::ScrollDown => Some(Msg::Down(3)),
             MouseEventKind::ScrollUp => Some(Msg::Up(3)),
+            MouseEventKind::Down(MouseButton::Left) if !prompt => Some(Msg::Click(m.column, m.row)),
             _ => None,
         },
         Event::Resize(w, h) => Some(Msg::Resize(*w, *h)),

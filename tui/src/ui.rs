@@ -442,7 +442,7 @@ pub const HELP: &[&str] = &[
     "p  c  e              filter by pid, comm, event (empty: off)",
     "x                    clear filters",
     "s / S                sort by next column / reverse",
-    "mouse wheel          scroll",
+    "mouse                wheel scrolls, click selects",
     "Esc                  back;  q, Ctrl-c: quit",
     "",
     "Colours: pending yellow, stack lost red, orphan stack magenta",

@@ -167,7 +167,7 @@ fn help_overlay() {
 ┌ Detail ─────────│p  c  e              filter by pid, comm, event (empty: off)  │─────────────────┐
 │app-100 cookie=30│x                    clear filters                            │le open)         │
 │0.000001 [000] sy│s / S                sort by next column / reverse            │                 │
-│    => __x64_sys_│mouse wheel          scroll                                   │                 │
+│    => __x64_sys_│mouse                wheel scrolls, click selects             │                 │
 │    => do_syscall│Esc                  back;  q, Ctrl-c: quit                   │                 │
 │0.000002 [000] sy│                                                              │                 │
 │0.000003 [001] <u│Colours: pending yellow, stack lost red, orphan stack magenta │                 │

@@ -418,3 +418,34 @@ fn quit_and_resize() {
     send(&mut app, &mut src, &[Msg::Quit]);
     assert!(app.quit);
 }
+
+#[test]
+fn mouse_click_selects_rows_and_focuses_panes() {
+    let f = fixture(None);
+    let (mut app, mut src) = open(&f, (100, 24));
+    // Rows: header line 0, list border 1, column header 2, data from 3.
+    send(&mut app, &mut src, &[Msg::Click(10, 5)]);
+    assert_eq!((app.gsel, app.focus), (2, Focus::List));
+    // Below the last group: nothing changes.
+    send(&mut app, &mut src, &[Msg::Click(10, 7)]);
+    assert_eq!(app.gsel, 2);
+    // The detail pane takes the focus.
+    send(&mut app, &mut src, &[Msg::Click(10, 15)]);
+    assert_eq!(app.focus, Focus::Detail);
+    send(&mut app, &mut src, &[Msg::Click(10, 4)]);
+    assert_eq!((app.gsel, app.focus), (1, Focus::List));
+    send(
+        &mut app,
+        &mut src,
+        &[Msg::ShowTab(Tab::Events), Msg::Click(0, 9)],
+    );
+    assert_eq!(app.esel, 6);
+    let down = Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(crossterm::event::MouseButton::Left),
+        column: 3,
+        row: 4,
+        modifiers: KeyModifiers::NONE,
+    });
+    assert_eq!(map_event(&down, false), Some(Msg::Click(3, 4)));
+    assert_eq!(map_event(&down, true), None);
+}
