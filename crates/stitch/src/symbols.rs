@@ -239,6 +239,28 @@ impl ProcMaps {
         (addr < m.end).then_some(m)
     }
 
+    /// For a task without saved mappings (typically a thread: mappings are
+    /// saved per process), the mapping of `addr` if every saved process
+    /// that maps `addr` maps the same file the same way there. With address
+    /// space randomization an address is rarely mapped by unrelated
+    /// processes; processes that share a layout (forks) agree.
+    pub fn find_unique(&self, addr: u64) -> Option<&Mapping> {
+        let mut found: Option<&Mapping> = None;
+        let mut pids: Vec<&i32> = self.procs.keys().collect();
+        pids.sort_unstable();
+        for pid in pids {
+            let Some(m) = self.find(*pid, addr) else {
+                continue;
+            };
+            match found {
+                None => found = Some(m),
+                Some(f) if f.path == m.path && f.start == m.start && f.offset == m.offset => {}
+                Some(_) => return None,
+            }
+        }
+        found
+    }
+
     /// Pids with mappings.
     pub fn pids(&self) -> impl Iterator<Item = i32> + '_ {
         self.procs.keys().copied()
@@ -454,7 +476,12 @@ impl Symbolizer {
             let text = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
             self.maps.add_proc_maps(pid, &text);
         }
-        let Some(m) = self.maps.find(pid, addr) else {
+        let m = if self.maps.has(pid) {
+            self.maps.find(pid, addr)
+        } else {
+            self.maps.find_unique(addr)
+        };
+        let Some(m) = m else {
             return Frame::unknown(addr);
         };
         let path = m.path.clone();

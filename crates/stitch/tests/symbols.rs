@@ -138,3 +138,49 @@ fn user_address_through_saved_tracecmd_maps() {
     assert_eq!(f.offset, 0);
     assert_eq!(s.kernel(0xffffffff81000008).name(), "_stext+0x8");
 }
+
+#[test]
+fn threads_use_the_mapping_of_their_process() {
+    // Mappings are saved per process; a thread (tid 0x11) has none.
+    let text = "\
+10 2 app
+555500000000 555500010000 /nonexistent/app
+7f0000000000 7f0000200000 /usr/lib/libc.so.6
+20 1 other
+7f1000000000 7f1000200000 /usr/lib/libc.so.6
+30 1 forked
+555500000000 555500010000 /nonexistent/app
+";
+    let m = ProcMaps::parse_procmaps(text);
+    assert!(m.find(0x11, 0x7f0000000100).is_none());
+    assert_eq!(
+        m.find_unique(0x7f0000000100).unwrap().path,
+        "/usr/lib/libc.so.6"
+    );
+    // Two processes with the same layout agree.
+    assert_eq!(
+        m.find_unique(0x555500000100).unwrap().path,
+        "/nonexistent/app"
+    );
+    assert!(m.find_unique(0x1000).is_none());
+    let mut s = Symbolizer::new(None, m);
+    let f = s.user(0x11, 0x7f1000000100, false);
+    assert_eq!(f.object.as_deref(), Some("/usr/lib/libc.so.6"));
+    // A task with its own mappings never borrows another's.
+    assert_eq!(
+        s.user(0x20, 0x555500000100, false),
+        Frame::unknown(0x555500000100)
+    );
+}
+
+#[test]
+fn conflicting_layouts_are_not_guessed() {
+    let text = "\
+10 1 a
+400000 500000 /bin/a
+20 1 b
+400000 500000 /bin/b
+";
+    let m = ProcMaps::parse_procmaps(text);
+    assert!(m.find_unique(0x400100).is_none());
+}
