@@ -19,10 +19,31 @@
 //!   event a cookie or a `kernel_stack` belongs to) is reset by a loss. Stock
 //!   kernels' synchronous `user_stack` and `kernel_stack` events are stitched
 //!   too, so that the same views work on any kernel.
-//! * [`trace`]: the adapter from a `tracedata` trace.dat file to [`Input`].
+//! * [`trace`]: the adapter from `tracedata` records to [`Input`], and the
+//!   compact per-event index (24 bytes per event) the views share.
+//! * [`file`]: the same straight from a `TraceFile` (one pass), finding a
+//!   record again from its index entry, and a symbolizer for the file.
 //! * [`symbols`]: lazy, cached symbolization of kernel addresses (kallsyms
 //!   saved in the file) and user addresses (PROCMAPS saved in the file or
-//!   `/proc/PID/maps`, then ELF symbol tables).
+//!   `/proc/PID/maps`, then ELF symbol tables, Rust names demangled).
+//! * [`view`] and [`printfmt`]: display-ready groups (event text as
+//!   `trace-cmd report` prints it, symbolized frames), shared by
+//!   `tracer-cli report --stacks` and the TUI.
+//! * [`testdata`]: synthetic trace.dat files (cookies, deferred and stock
+//!   stacks, losses) built from hand-made ring-buffer pages, for tests
+//!   anywhere in the workspace without root; `examples/gen_trace.rs` writes
+//!   a demo file of any size.
+//!
+//! Quick use:
+//!
+//! ```no_run
+//! let f = tracedata::TraceFile::open("trace.dat").unwrap();
+//! let buf = stitch::file::buffer(&f, None).unwrap();
+//! let idx = stitch::file::load(&f, buf);
+//! for g in &idx.stitched.groups {
+//!     println!("{} {:?} {}", g.pid, g.cookie, g.status.name());
+//! }
+//! ```
 //!
 //! The algorithm follows perf's deferred callchain merge (per thread, merge
 //! on matching cookie, flush unmatched samples kernel-only at the end) but
