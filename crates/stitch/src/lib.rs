@@ -21,7 +21,7 @@
 //!   too, so that the same views work on any kernel.
 //! * [`trace`]: the adapter from `tracedata` records to [`Input`], and the
 //!   compact per-event index (24 bytes per event) the views share.
-//! * [`file`]: the same straight from a `TraceFile` (one pass), finding a
+//! * [`file`](mod@file): the same straight from a `TraceFile` (one pass), finding a
 //!   record again from its index entry, and a symbolizer for the file.
 //! * [`symbols`]: lazy, cached symbolization of kernel addresses (kallsyms
 //!   saved in the file) and user addresses (PROCMAPS saved in the file or
