@@ -139,3 +139,31 @@ fn corrupt_file_is_one_line_error_no_panic() {
         assert!(err.starts_with("tracer-cli: "), "{err}");
     }
 }
+
+#[test]
+fn nanosecond_timestamps_with_t() {
+    let f = fixture("nsec.dat");
+    let (out, err, ok) = report(&["--stacks", "-t"], &f);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[2],
+        "app-100 cookie=300000001 complete 0.000001000..0.000003000 events=2 frames=2 (drops while open)"
+    );
+    assert_eq!(
+        lines[3],
+        "  0.000001000 [000] sys_enter: NR 1 (0, 1, 2, 3, 4, 5)"
+    );
+}
+
+#[test]
+fn cpu_and_event_filters_are_refused_with_stacks() {
+    let f = fixture("filters.dat");
+    let (out, err, ok) = report(&["--stacks", "--cpu", "0"], &f);
+    assert!(!ok);
+    assert_eq!(out, "");
+    assert_eq!(
+        err,
+        "tracer-cli: --cpu and -F do not apply to --stacks, --json or --folded\n"
+    );
+}

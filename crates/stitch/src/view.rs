@@ -13,6 +13,11 @@ pub fn fmt_ts(ts: u64) -> String {
     format!("{}.{:06}", ts / 1_000_000_000, (ts % 1_000_000_000) / 1_000)
 }
 
+/// `seconds.nanoseconds` (`trace-cmd report -t`).
+pub fn fmt_ts_ns(ts: u64) -> String {
+    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
+}
+
 /// The cookie in hex, `-` for synchronous groups.
 pub fn fmt_cookie(g: &Group) -> String {
     match g.cookie {
@@ -210,6 +215,11 @@ pub fn detail<'r>(
 impl GroupDetail {
     /// The header line: comm-pid, cookie, status, time span, counts.
     pub fn header(&self) -> String {
+        self.header_with(fmt_ts)
+    }
+
+    /// [`GroupDetail::header`] with another timestamp format.
+    pub fn header_with(&self, fmt_ts: fn(u64) -> String) -> String {
         let cookie = match self.cookie {
             Some(c) => format!("cookie={c:x}"),
             None => "sync".to_string(),
@@ -234,7 +244,13 @@ impl GroupDetail {
 
     /// The text block: header, events with kernel stacks, user stack.
     pub fn lines(&self) -> Vec<String> {
-        let mut out = vec![self.header()];
+        self.lines_with(fmt_ts)
+    }
+
+    /// [`GroupDetail::lines`] with another timestamp format (e.g.
+    /// [`fmt_ts_ns`]).
+    pub fn lines_with(&self, fmt_ts: fn(u64) -> String) -> Vec<String> {
+        let mut out = vec![self.header_with(fmt_ts)];
         for e in &self.events {
             out.push(format!(
                 "  {} [{:03}] {}: {}",

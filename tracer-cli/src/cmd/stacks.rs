@@ -38,17 +38,25 @@ pub fn run(args: &super::report::Args) -> Result<()> {
     } else {
         Mode::Text
     };
+    if !args.cpu.is_empty() || !args.filter.is_empty() {
+        anyhow::bail!("--cpu and -F do not apply to --stacks, --json or --folded");
+    }
     let f = TraceFile::open(&args.input)
         .with_context(|| format!("cannot open {}", args.input.display()))?;
-    print_file(&f, mode)
+    print_file_with(&f, mode, args.nsec)
 }
 
 /// Writes the stitched view of `f` to stdout; a closed pipe (`| head`) is
 /// not an error.
 pub fn print_file(f: &TraceFile, mode: Mode) -> Result<()> {
+    print_file_with(f, mode, false)
+}
+
+/// [`print_file`], with nanosecond timestamps in the text when `nsec`.
+pub fn print_file_with(f: &TraceFile, mode: Mode, nsec: bool) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match write_file(f, mode, &mut out).and_then(|_| out.flush().map_err(Into::into)) {
+    match write_file(f, mode, nsec, &mut out).and_then(|_| out.flush().map_err(Into::into)) {
         Err(e)
             if e.downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
@@ -61,7 +69,7 @@ pub fn print_file(f: &TraceFile, mode: Mode) -> Result<()> {
 
 /// Writes the stitched view of the first buffer with data of `f`, one
 /// group at a time (only the index and the folded counts are held).
-pub fn write_file(f: &TraceFile, mode: Mode, out: &mut dyn Write) -> Result<()> {
+pub fn write_file(f: &TraceFile, mode: Mode, nsec: bool, out: &mut dyn Write) -> Result<()> {
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer(f);
@@ -76,7 +84,7 @@ pub fn write_file(f: &TraceFile, mode: Mode, out: &mut dyn Write) -> Result<()> 
         )
     });
     match mode {
-        Mode::Text => text(&idx, details, out)?,
+        Mode::Text => text(&idx, details, nsec, out)?,
         Mode::Json => json(&idx, details, out)?,
         Mode::Folded => folded(details, out)?,
     }
@@ -111,8 +119,10 @@ fn drops_text(idx: &Index) -> String {
 pub fn text(
     idx: &Index,
     details: impl Iterator<Item = GroupDetail>,
+    nsec: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let ts: fn(u64) -> String = if nsec { view::fmt_ts_ns } else { view::fmt_ts };
     let mut counts = BTreeMap::new();
     for g in &idx.stitched.groups {
         *counts.entry(g.status).or_insert(0usize) += 1;
@@ -131,7 +141,7 @@ pub fn text(
     )?;
     for d in details {
         writeln!(out)?;
-        for l in d.lines() {
+        for l in d.lines_with(ts) {
             writeln!(out, "{l}")?;
         }
     }
