@@ -225,8 +225,15 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     ] {
         assert!(text.contains(needle), "report lacks {needle:?}");
     }
-    // Latency format (-l) and nanosecond timestamps (-t) too.
-    for args in [&["-l"][..], &["-l", "-t"][..]] {
+    // Latency format (-l), nanosecond timestamps (-t), --stat, --uname and
+    // --version too.
+    for args in [
+        &["-l"][..],
+        &["-l", "-t"][..],
+        &["--stat"][..],
+        &["--uname"][..],
+        &["--version"][..],
+    ] {
         let theirs = Command::new("trace-cmd")
             .arg("report")
             .args(args)

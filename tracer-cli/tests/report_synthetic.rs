@@ -139,7 +139,12 @@ fn write(dir: &Path, name: &str, opts: WriteOptions, instances: &[&str], top: bo
         for cpu in 0..2u32 {
             let p = dir.join(format!("{name}.{i}.cpu{cpu}"));
             std::fs::write(&p, cpu_data(i as u64 * 333_333, cpu)).unwrap();
-            cpus.push(CpuData::new(cpu, p));
+            let mut c = CpuData::new(cpu, p);
+            c.stats = Some(format!(
+                "entries: 0\noverrun: {}\ndropped events: 0\n",
+                40 + cpu
+            ));
+            cpus.push(c);
         }
         buffers.push(BufferData {
             name: bname.to_string(),
@@ -235,6 +240,9 @@ fn synthetic_files_report_like_trace_cmd() {
         let lat = compare(&f, &["-l"]);
         assert!(lat.contains("worker-z-100     0"), "latency format");
         compare(&f, &["-l", "-t"]);
+        for a in ["--stat", "--uname", "--version"] {
+            compare(&f, &[a]);
+        }
         // Only the top buffer: no prefixes; filters and CPU selection work
         // in trace-cmd there.
         let top = write(&dir, &format!("top-{name}"), opts, &[], true);

@@ -44,6 +44,15 @@ pub struct Args {
     /// softirq/preempt-depth flags column.
     #[arg(short = 'l')]
     pub latency: bool,
+    /// Print the kernel buffer statistics stored in the file (CPUSTAT).
+    #[arg(long)]
+    pub stat: bool,
+    /// Print the uname and version of the traced system and tool.
+    #[arg(long)]
+    pub uname: bool,
+    /// Print the version of the tool that wrote the file.
+    #[arg(long)]
+    pub version: bool,
     /// Group events by cookie and show their user stacks (stitched view).
     #[arg(long)]
     pub stacks: bool,
@@ -526,6 +535,76 @@ fn ts_offset(file: &TraceFile) -> i64 {
     off
 }
 
+fn print_version(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
+    match file.tool_version() {
+        Some(v) => writeln!(out, "{v}")?,
+        None => writeln!(out, " version was not recorded in this file")?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `trace-cmd report --stat`: the CPUSTAT texts, then where the top
+/// buffer's CPU data is.
+fn print_stats(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
+    out.write_all(
+        b"\nKernel buffer statistics:\n  Note: \"entries\" are the entries left in the kernel \
+ring buffer and are not\n        recorded in the trace data. They should all be zero.\n\n",
+    )?;
+    let stats: Vec<&[u8]> = file
+        .options()
+        .iter()
+        .filter(|o| o.id == option::CPUSTAT && !o.data.is_empty())
+        .map(|o| o.data.as_slice())
+        .collect();
+    if stats.is_empty() {
+        writeln!(out, " No stats in this file")?;
+    } else {
+        for s in stats {
+            // trace-cmd turns each option's final NUL into a newline and
+            // prints the lot as a C string.
+            let body = &s[..s.len() - 1];
+            let end = body.iter().position(|&b| b == 0).unwrap_or(body.len());
+            out.write_all(&body[..end])?;
+            out.write_all(b"\n")?;
+            if end < body.len() {
+                break;
+            }
+        }
+        writeln!(out)?;
+    }
+    if let Some(top) = file.buffer("") {
+        let n = top.cpus.iter().map(|c| c.cpu + 1).max().unwrap_or(0);
+        // trace-cmd shows compressed CPU data where it decompressed it: one
+        // after the other, page aligned, from the first CPU's offset.
+        let compressed = file.compression().is_some_and(|(c, _)| c != "none");
+        let page = top.page_size.max(1) as u64;
+        let mut next = top
+            .cpus
+            .iter()
+            .find(|c| c.file_size > 0)
+            .map_or(0, |c| c.file_offset);
+        for cpu in 0..n {
+            let (off, size) = match top.cpus.iter().find(|c| c.cpu == cpu) {
+                None => (0, 0),
+                Some(c) if compressed && c.file_size > 0 => {
+                    let size = c.data_size() as u64;
+                    let off = next;
+                    next = (next + size).div_ceil(page) * page;
+                    (off, size)
+                }
+                Some(c) => (c.file_offset, c.file_size),
+            };
+            writeln!(
+                out,
+                "CPU{cpu} data recorded at offset={off:#x}\n    {size} bytes in size"
+            )?;
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
 /// Writes the whole report of `file` to `out`.
 pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> {
     let mut printer = Printer::new(file)?;
@@ -537,6 +616,20 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
     }
     let cpus = args.cpus()?;
     writeln!(out, "cpus={}", file.cpu_count())?;
+    // Like trace-cmd: --version wins over --uname, which wins over --stat.
+    if args.version || args.uname {
+        if args.version {
+            return print_version(file, out);
+        }
+        match file.uname() {
+            Some(u) => writeln!(out, "{u}")?,
+            None => writeln!(out, " uname was not recorded in this file")?,
+        }
+        return print_version(file, out);
+    }
+    if args.stat {
+        return print_stats(file, out);
+    }
     let cx = Ctx {
         filters: Filters::new(&printer, args)?,
         stack_id: file
