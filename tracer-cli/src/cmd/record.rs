@@ -17,14 +17,17 @@ use std::fs::File;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tracedata::compress::Compression;
 use tracedata::writer::{
-    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, ProcMap, TraceMeta,
+    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, LibMap, ProcMap, TraceMeta,
     WriteOptions, WriteSummary,
 };
 use tracefs::{signals, CpuStats, EventId, EventSpec, Guard, Instance, Tracefs};
+
+mod tracee;
+pub(crate) use tracee::TracedCommand;
 
 /// Which user-space stacks to record.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -99,6 +102,11 @@ pub struct Args {
     /// Do not show live progress.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
+    /// Do not ptrace the command: poll its processes' /proc/PID/maps
+    /// instead (misses short-lived ones). For a command that must not be
+    /// traced, e.g. one that runs under a debugger or uses PTRACE_TRACEME.
+    #[arg(long = "no-ptrace")]
+    pub no_ptrace: bool,
     /// Command to run and trace; recording stops when it exits.
     #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
     pub command: Vec<String>,
@@ -417,8 +425,147 @@ impl Drop for HeldChild {
     }
 }
 
-/// Keeps the latest non-empty `/proc/PID/maps` of the processes whose user
-/// stacks may be in the trace (the command, -P pids, their descendants).
+/// Merges a snapshot of one process's maps into what is known of it.
+///
+/// PROCMAPS holds one entry per pid, so everything seen of a process is
+/// folded into one map: the union of the mappings of all its snapshots
+/// (libraries loaded and unloaded between two snapshots, the images before
+/// and after an exec). Where two snapshots disagree about an address range
+/// the newer one wins: its mappings are kept whole and the older mappings
+/// that overlap any of them are dropped. So the image in effect at the end
+/// (e.g. `ls` after `sh` exec'd it) is exact, and the earlier images fill
+/// only the address ranges the later one does not use. The comm is the
+/// newest non-empty one.
+///
+/// `newer` says which of the two is the more recent snapshot (a poll can
+/// finish after a later exec snapshot was already merged).
+pub(crate) fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
+    let overlaps = |a: &LibMap, b: &LibMap| a.start < b.end && b.start < a.end;
+    let (mut keep, old) = if newer {
+        if !snap.comm.is_empty() {
+            known.comm = snap.comm;
+        }
+        (snap.maps, std::mem::take(&mut known.maps))
+    } else {
+        if known.comm.is_empty() {
+            known.comm = snap.comm;
+        }
+        (std::mem::take(&mut known.maps), snap.maps)
+    };
+    let fixed = keep.len();
+    for m in old {
+        if !keep[..fixed].iter().any(|k| overlaps(k, &m)) {
+            keep.push(m);
+        }
+    }
+    keep.sort_by_key(|m| m.start);
+    known.maps = keep;
+}
+
+#[derive(Default)]
+struct MapsState {
+    /// Merged maps per tgid, with the time the newest merged snapshot was
+    /// taken.
+    maps: BTreeMap<u32, (ProcMap, Instant)>,
+    /// Processes of the ptrace'd command tree (ever seen).
+    traced: HashSet<u32>,
+    /// Processes of the ptrace'd command tree still alive: polled too, to
+    /// catch mappings made and removed between their exec and exit.
+    traced_live: HashSet<u32>,
+}
+
+/// The process maps gathered during one recording, shared between the
+/// poller ([`MapsTracker`]) and the ptrace thread of the traced command
+/// ([`TracedCommand`]); snapshots are merged per process with
+/// [`merge_maps`].
+#[derive(Clone, Default)]
+pub(crate) struct MapsStore(Arc<Mutex<MapsState>>);
+
+impl MapsStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MapsState> {
+        // A panic elsewhere while holding the lock leaves valid data.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Merges a snapshot taken at `taken` (empty ones are ignored: a zombie
+    /// or kernel thread has no maps).
+    pub fn add(&self, snap: ProcMap, taken: Instant) {
+        if snap.maps.is_empty() {
+            return;
+        }
+        let mut st = self.lock();
+        match st.maps.get_mut(&snap.pid) {
+            Some((known, at)) => {
+                let newer = taken >= *at;
+                merge_maps(known, snap, newer);
+                if newer {
+                    *at = taken;
+                }
+            }
+            None => {
+                st.maps.insert(snap.pid, (snap, taken));
+            }
+        }
+    }
+
+    /// Reads `/proc/TGID/{comm,maps}` now and merges it.
+    pub fn read(&self, tgid: u32) -> bool {
+        let taken = Instant::now();
+        match ProcMap::read_proc(tgid) {
+            Ok(m) if !m.maps.is_empty() => {
+                self.add(m, taken);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A forked child starts with its parent's mappings: they serve for
+    /// its stacks before it execs (as an older snapshot than any of its own).
+    pub fn inherit(&self, child: u32, parent: u32) {
+        let mut st = self.lock();
+        if st.maps.contains_key(&child) {
+            return;
+        }
+        if let Some((m, at)) = st.maps.get(&parent) {
+            let mut m = m.clone();
+            m.pid = child;
+            let at = *at;
+            st.maps.insert(child, (m, at));
+        }
+    }
+
+    /// Notes that `tgid` belongs to the ptrace'd tree and whether it is alive.
+    pub fn set_traced(&self, tgid: u32, alive: bool) {
+        let mut st = self.lock();
+        st.traced.insert(tgid);
+        if alive {
+            st.traced_live.insert(tgid);
+        } else {
+            st.traced_live.remove(&tgid);
+        }
+    }
+
+    /// True when `tgid` is (or was) in the ptrace'd tree.
+    pub fn is_traced(&self, tgid: u32) -> bool {
+        self.lock().traced.contains(&tgid)
+    }
+
+    fn traced_live(&self) -> Vec<u32> {
+        self.lock().traced_live.iter().copied().collect()
+    }
+
+    /// The merged maps, by pid.
+    pub fn maps(&self) -> Vec<ProcMap> {
+        self.lock().maps.values().map(|(m, _)| m.clone()).collect()
+    }
+}
+
+/// Polls `/proc/PID/maps` of the processes whose user stacks may be in the
+/// trace: the -P pids and their descendants (found by scanning /proc), the
+/// processes seen with user stacks in the data, and the live processes of
+/// a ptrace'd command (whose execs and exits [`TracedCommand`] snapshots
+/// itself). Every snapshot is merged into a [`MapsStore`].
 #[derive(Default)]
 pub(crate) struct MapsTracker {
     roots: Vec<u32>,
@@ -426,7 +573,7 @@ pub(crate) struct MapsTracker {
     /// Processes seen with user stacks in the recorded data (tgids); their
     /// maps are read when first seen and once more at the end.
     seen: HashSet<u32>,
-    maps: BTreeMap<u32, ProcMap>,
+    store: MapsStore,
 }
 
 fn tgid_of(pid: u32) -> Option<u32> {
@@ -438,13 +585,20 @@ fn tgid_of(pid: u32) -> Option<u32> {
 }
 
 impl MapsTracker {
+    /// Tracks `roots` (polled, with their descendants).
     pub fn new(roots: Vec<u32>) -> MapsTracker {
+        MapsTracker::with_store(roots, MapsStore::default())
+    }
+
+    /// Like [`MapsTracker::new`], merging into `store` (shared with a
+    /// [`TracedCommand`]).
+    pub fn with_store(roots: Vec<u32>, store: MapsStore) -> MapsTracker {
         let pids = roots.iter().copied().collect();
         MapsTracker {
             roots,
             pids,
             seen: HashSet::new(),
-            maps: BTreeMap::new(),
+            store,
         }
     }
 
@@ -490,7 +644,9 @@ impl MapsTracker {
         let pids: Vec<u32> = self.pids.iter().copied().collect();
         for pid in pids {
             match tgid_of(pid) {
-                Some(tgid) => self.read(tgid),
+                Some(tgid) => {
+                    self.store.read(tgid);
+                }
                 // Gone: keep its last maps, stop looking (and never look
                 // again at a recycled pid that is not a descendant).
                 None if !self.roots.contains(&pid) => {
@@ -499,13 +655,8 @@ impl MapsTracker {
                 None => {}
             }
         }
-    }
-
-    fn read(&mut self, tgid: u32) {
-        if let Ok(m) = ProcMap::read_proc(tgid) {
-            if !m.maps.is_empty() {
-                self.maps.insert(tgid, m);
-            }
+        for tgid in self.store.traced_live() {
+            self.store.read(tgid);
         }
     }
 
@@ -516,22 +667,26 @@ impl MapsTracker {
             return;
         }
         let Some(tgid) = tgid_of(pid) else { return };
+        // The ptrace'd tree is snapshotted at its execs and exits already.
+        if self.store.is_traced(tgid) {
+            return;
+        }
         if self.seen.insert(tgid) {
-            self.read(tgid);
+            self.store.read(tgid);
         }
     }
 
     /// Reads the maps of the processes seen in the trace once more (those
     /// still alive), to catch libraries loaded since they were first seen.
     pub fn refresh_seen(&mut self) {
-        let seen: Vec<u32> = self.seen.iter().copied().collect();
-        for tgid in seen {
-            self.read(tgid);
+        for &tgid in &self.seen {
+            self.store.read(tgid);
         }
     }
 
+    /// The merged maps of every process seen.
     pub fn into_maps(self) -> Vec<ProcMap> {
-        self.maps.into_values().collect()
+        self.store.maps()
     }
 }
 
@@ -898,12 +1053,19 @@ pub fn run(args: Args) -> Result<()> {
     let wopts = write_options(args.file_version, args.compression.as_deref())?;
     signals::install()?;
 
+    // The command's maps are snapshotted at its execs and exits by the
+    // ptrace thread, and polled; -P pids are only polled.
+    let store = MapsStore::default();
     let mut child = if args.command.is_empty() {
         None
     } else {
-        Some(HeldChild::spawn(&args.command)?)
+        Some(TracedCommand::spawn(
+            &args.command,
+            store.clone(),
+            !args.no_ptrace,
+        )?)
     };
-    let child_pid = child.as_ref().map(|c| c.pid.as_raw() as u32);
+    let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
     let session = setup(&args.trace, &pairs, child_pid)?;
     signals::set_restorer(Some(session.guard.restorer()));
     let inst = &session.inst;
@@ -931,8 +1093,13 @@ pub fn run(args: Args) -> Result<()> {
     }
 
     let mut roots: Vec<u32> = args.trace.pids.clone();
-    roots.extend(child_pid);
-    let mut maps = MapsTracker::new(roots);
+    if let Some(c) = child.as_ref().filter(|c| !c.is_traced()) {
+        if !args.no_ptrace {
+            eprintln!("tracer-cli: warning: cannot ptrace the command; polling its maps instead (short-lived processes may lack them)");
+        }
+        roots.push(c.pid().as_raw() as u32);
+    }
+    let mut maps = MapsTracker::with_store(roots, store);
     let mut scanner = if args.trace.user_stacks == UserStacks::Off {
         None
     } else {
@@ -1026,6 +1193,20 @@ pub fn run(args: Args) -> Result<()> {
             summary.file_size,
             meta.procmaps.len()
         );
+        if let Some(c) = child.as_ref().filter(|c| c.is_traced()) {
+            let t = c.stats();
+            eprintln!(
+                "tracer-cli: command under ptrace: {} processes, {} threads, {} execs, {} exits, {} signals, {} stops, {} maps snapshots in {:.1} ms",
+                t.processes,
+                t.threads,
+                t.execs,
+                t.exits,
+                t.signals,
+                t.stops,
+                t.snapshots,
+                t.snapshot_time.as_secs_f64() * 1e3
+            );
+        }
         if let Some(st) = child_status.filter(|s| *s != 0) {
             eprintln!("tracer-cli: the command exited with status {st}");
         }
