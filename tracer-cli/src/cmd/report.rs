@@ -615,6 +615,7 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
         printer.set_latency();
     }
     let cpus = args.cpus()?;
+    let filters = Filters::new(&printer, args)?;
     writeln!(out, "cpus={}", file.cpu_count())?;
     // Like trace-cmd: --version wins over --uname, which wins over --stat.
     if args.version || args.uname {
@@ -631,7 +632,7 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
         return print_stats(file, out);
     }
     let cx = Ctx {
-        filters: Filters::new(&printer, args)?,
+        filters,
         stack_id: file
             .formats()
             .by_name("ftrace", "kernel_stack")
