@@ -1343,6 +1343,129 @@ mod tests {
         assert_eq!(got, vec![5]);
     }
 
+    fn pm(pid: u32, comm: &str, maps: &[(u64, u64, &str)]) -> ProcMap {
+        ProcMap {
+            pid,
+            comm: comm.into(),
+            maps: maps
+                .iter()
+                .map(|&(start, end, path)| LibMap {
+                    start,
+                    end,
+                    path: path.into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_newer_snapshot_wins_where_ranges_overlap_and_the_rest_is_kept() {
+        // sh forked, then exec'd ls: ls's libc lands over sh's libc, sh's
+        // binary range stays free.
+        let mut known = pm(
+            7,
+            "sh",
+            &[
+                (0x1000, 0x3000, "/usr/bin/dash"),
+                (0x10000, 0x20000, "/lib/libc.so.6"),
+            ],
+        );
+        let ls = pm(
+            7,
+            "ls",
+            &[
+                (0x5000, 0x6000, "/usr/bin/ls"),
+                (0x18000, 0x28000, "/lib/libc.so.6"),
+            ],
+        );
+        merge_maps(&mut known, ls.clone(), true);
+        assert_eq!(
+            known,
+            pm(
+                7,
+                "ls",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x5000, 0x6000, "/usr/bin/ls"),
+                    (0x18000, 0x28000, "/lib/libc.so.6"),
+                ]
+            )
+        );
+        // The same sh snapshot arriving late (a poll that started before
+        // the exec) changes nothing that the newer one covers.
+        let mut late = ls.clone();
+        merge_maps(
+            &mut late,
+            pm(
+                7,
+                "sh",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x10000, 0x20000, "/lib/libc.so.6"),
+                    (0x40000, 0x41000, "/lib/libdl.so"),
+                ],
+            ),
+            false,
+        );
+        assert_eq!(
+            late,
+            pm(
+                7,
+                "ls",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x5000, 0x6000, "/usr/bin/ls"),
+                    (0x18000, 0x28000, "/lib/libc.so.6"),
+                    (0x40000, 0x41000, "/lib/libdl.so"),
+                ]
+            )
+        );
+        // A library unloaded since the last snapshot stays (its addresses
+        // may be in earlier stacks); touching ranges do not overlap.
+        let mut k = pm(
+            1,
+            "a",
+            &[(0x1000, 0x2000, "/x"), (0x2000, 0x3000, "/plugin")],
+        );
+        merge_maps(&mut k, pm(1, "", &[(0x1000, 0x2000, "/x")]), true);
+        assert_eq!(
+            k,
+            pm(
+                1,
+                "a",
+                &[(0x1000, 0x2000, "/x"), (0x2000, 0x3000, "/plugin")]
+            )
+        );
+    }
+
+    #[test]
+    fn the_store_merges_by_time_taken_and_forks_inherit() {
+        let store = MapsStore::default();
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(5);
+        store.add(pm(5, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
+        store.inherit(6, 5);
+        store.add(pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]), t1);
+        // Older than what pid 6 has: only fills free ranges.
+        store.add(pm(6, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
+        // Empty snapshots (zombies) are ignored; inherit never overwrites.
+        store.add(pm(6, "zombie", &[]), t1 + Duration::from_millis(1));
+        store.inherit(6, 5);
+        assert_eq!(
+            store.maps(),
+            vec![
+                pm(5, "sh", &[(0x1000, 0x2000, "/bin/sh")]),
+                pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]),
+            ]
+        );
+        store.set_traced(6, true);
+        assert!(store.is_traced(6) && !store.is_traced(5));
+        assert_eq!(store.traced_live(), vec![6]);
+        store.set_traced(6, false);
+        assert!(store.is_traced(6));
+        assert!(store.traced_live().is_empty());
+    }
+
     #[test]
     fn write_options_follow_the_flags() {
         let o = write_options(7, None).unwrap();
