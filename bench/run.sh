@@ -228,9 +228,10 @@ if command -v tmux >/dev/null; then
     for f in "$W"/cookie-none.dat "$W"/ext-tracer-cli-none.dat; do
         : > "$W/tt"
         for ((r = 0; r < RUNS; r++)); do
-            s=ustack_bench_tui_$$
+            s=ustack_bench_tui_$$_$r
             t0=$(date +%s%N)
-            tmux -L "$s" new-session -d -s "$s" -x 200 -y 50 "$T tui -i $f"
+            tmux -L "$s" new-session -d -s "$s" -x 200 -y 50 "$T tui -i $f" ||
+                { echo "tmux failed" >&2; continue; }
             for ((i = 0; i < 3000; i++)); do
                 tmux -L "$s" capture-pane -p -t "$s" 2>/dev/null | grep -q ' events | ' && break
                 sleep 0.01
