@@ -6,6 +6,18 @@
 //! bytes by [`TraceFile::records`], which merges the CPUs of one buffer by
 //! timestamp like `trace-cmd report` does (on equal timestamps the lowest
 //! CPU wins).
+//!
+//! What trace-cmd 3.1.6 writes, beyond its format documentation:
+//! - v7 section headers hold a u64 size (the documentation says 4 bytes);
+//!   a compressed section's size includes its 8-byte csize/usize header;
+//! - the BUFFER option has a u32 sub-buffer size before the CPU count;
+//! - for compressed CPU data, the size in the BUFFER option leaves out the
+//!   u32 chunk count that starts the data;
+//! - v6 BUFFER options point at a `"flyrecord\0"` marker before the CPU table;
+//! - a STRINGS section (section descriptions) follows the last options
+//!   section; nothing points to it and it is not needed to read the file;
+//! - CPUSTAT options hold the top buffer's CPUs, then a `"\nBuffer: NAME\n\n"`
+//!   option before each instance's CPUs.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
