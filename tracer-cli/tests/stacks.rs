@@ -105,7 +105,7 @@ fn stacks_json() {
         "{\"pid\":100,\"comm\":\"app\",\"kind\":\"deferred\",\"cookie\":\"0x300000001\",\"status\":\"complete\",\"first_ts\":1000,\"last_ts\":3000,\"loss_while_open\":true,\"cookie_events\":2,\"events\":[{\"seq\":0,\"cpu\":0,\"ts\":1000,\"name\":\"sys_enter\""
     ));
     assert!(lines[1].ends_with(
-        "\"user_stack\":{\"cpu\":1,\"ts\":3000,\"frames\":[{\"addr\":\"0x555500001234\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\"},{\"addr\":\"0x555500005678\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\"}]}},"
+        "\"user_stack\":{\"cpu\":1,\"ts\":3000,\"frames\":[{\"addr\":\"0x555500001234\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null},{\"addr\":\"0x555500005678\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null}]}},"
     ));
     assert!(lines[2].contains("\"status\":\"stack-lost\""));
     assert!(lines[2].ends_with("\"user_stack\":null},"));

@@ -9,9 +9,9 @@
 //!   separate debug file found by build id, else `.dynsym`).
 //!
 //! The `object` crate is used for ELF rather than blazesym: it is already a
-//! workspace dependency and builds in seconds on a shared machine, while
-//! blazesym brings a DWARF stack we do not need for function names. DWARF
-//! line information is not read.
+//! workspace dependency and builds in seconds on a shared machine. Function
+//! names come from the ELF symbol tables; where the file has DWARF line
+//! tables, `addr2line` (over the same `object` crate) adds `file:line`.
 //!
 //! Each ELF file is loaded once, on the first address that falls into it,
 //! and each resolved (file, offset) is cached.
@@ -33,6 +33,8 @@ pub struct Frame {
     /// The object: a file path for user addresses, a module name for
     /// kernel module addresses.
     pub object: Option<String>,
+    /// `file:line` from the object's DWARF line table, when it has one.
+    pub location: Option<String>,
 }
 
 impl Frame {
@@ -43,6 +45,7 @@ impl Frame {
             symbol: None,
             offset: 0,
             object: None,
+            location: None,
         }
     }
 
@@ -147,6 +150,7 @@ impl KernelSymbols {
             symbol: Some(name.to_string()),
             offset: addr - a,
             object: module,
+            location: None,
         }
     }
 }
@@ -310,13 +314,26 @@ fn parse_maps_line(line: &str) -> Option<Mapping> {
     })
 }
 
-/// Function symbols of one ELF file.
-#[derive(Debug, Default)]
+/// Function symbols of one ELF file, and its DWARF line tables.
 struct ElfSymbols {
     /// (file offset, file size, vaddr) of each PT_LOAD.
     segments: Vec<(u64, u64, u64)>,
     /// (address, size, name) sorted by address.
     syms: Vec<(u64, u64, String)>,
+    /// Line tables (parsed lazily by addr2line), when the file has DWARF.
+    dwarf: Option<addr2line::Loader>,
+}
+
+impl std::fmt::Debug for ElfSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ElfSymbols({} segments, {} symbols, dwarf: {})",
+            self.segments.len(),
+            self.syms.len(),
+            self.dwarf.is_some()
+        )
+    }
 }
 
 impl ElfSymbols {
@@ -344,7 +361,36 @@ impl ElfSymbols {
                 }
             }
         }
-        Some(ElfSymbols { segments, syms })
+        let has_lines = file.section_by_name(".debug_line").is_some();
+        let dwarf = if has_lines {
+            addr2line::Loader::new(path).ok()
+        } else {
+            None
+        };
+        Some(ElfSymbols {
+            segments,
+            syms,
+            dwarf,
+        })
+    }
+
+    /// `file:line` of a virtual address in the function the symbol names:
+    /// the outermost of the inline frames there (the innermost may be
+    /// code inlined from anywhere).
+    fn location(&self, vaddr: u64) -> Option<String> {
+        let mut frames = self.dwarf.as_ref()?.find_frames(vaddr).ok()?;
+        let mut out = None;
+        while let Ok(Some(f)) = frames.next() {
+            if let Some(loc) = f.location {
+                if let Some(file) = loc.file {
+                    out = Some(match loc.line {
+                        Some(l) => format!("{file}:{l}"),
+                        None => file.to_string(),
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// Virtual address of `off` bytes after the load base.
@@ -413,6 +459,9 @@ fn debug_file(file: &object::File<'_>) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
+/// What a (file, offset) resolves to: symbol, offset in it, `file:line`.
+type Resolved = (Option<String>, u64, Option<String>);
+
 /// Symbolizer for one trace: kernel and user addresses, lazily loaded and
 /// cached.
 #[derive(Debug, Default)]
@@ -423,7 +472,7 @@ pub struct Symbolizer {
     live: bool,
     root: Option<PathBuf>,
     elves: HashMap<String, Option<ElfSymbols>>,
-    cache: HashMap<(String, u64), (Option<String>, u64)>,
+    cache: HashMap<(String, u64), Resolved>,
 }
 
 impl Symbolizer {
@@ -497,7 +546,7 @@ impl Symbolizer {
             None => (look - m.start) | 1 << 63,
         };
         let key = (path.clone(), key_off);
-        let (symbol, sym_off) = match self.cache.get(&key) {
+        let (symbol, sym_off, location) = match self.cache.get(&key) {
             Some(v) => v.clone(),
             None => {
                 let v = self.resolve(&path, key_off);
@@ -516,10 +565,11 @@ impl Symbolizer {
             symbol,
             offset,
             object: Some(path),
+            location,
         }
     }
 
-    fn resolve(&mut self, path: &str, key_off: u64) -> (Option<String>, u64) {
+    fn resolve(&mut self, path: &str, key_off: u64) -> Resolved {
         let root = self.root.clone();
         let elf = self.elves.entry(path.to_string()).or_insert_with(|| {
             root.as_ref()
@@ -528,7 +578,7 @@ impl Symbolizer {
                 .or_else(|| ElfSymbols::load(Path::new(path)))
         });
         let Some(elf) = elf else {
-            return (None, 0);
+            return (None, 0, None);
         };
         let va = if key_off & 1 << 63 != 0 {
             elf.vaddr_from_base(key_off & !(1 << 63))
@@ -536,11 +586,12 @@ impl Symbolizer {
             elf.vaddr(key_off)
         };
         let Some(va) = va else {
-            return (None, 0);
+            return (None, 0, None);
         };
+        let location = elf.location(va);
         match elf.lookup(va) {
-            Some((name, off)) => (Some(demangle(name)), off),
-            None => (None, 0),
+            Some((name, off)) => (Some(demangle(name)), off, location),
+            None => (None, 0, location),
         }
     }
 }

@@ -303,7 +303,7 @@ pub fn kframe(f: &Frame) -> String {
     s
 }
 
-/// `sym+off (addr) object` for a user frame.
+/// `sym+off (addr) object [at file:line]` for a user frame.
 pub fn uframe(f: &Frame) -> String {
     let mut s = match &f.symbol {
         Some(_) => format!("{} ({:x})", f.name(), f.addr),
@@ -312,6 +312,10 @@ pub fn uframe(f: &Frame) -> String {
     if let Some(o) = &f.object {
         s.push(' ');
         s.push_str(o);
+    }
+    if let Some(l) = &f.location {
+        s.push_str(" at ");
+        s.push_str(l);
     }
     s
 }

@@ -100,6 +100,10 @@ fn user_address_through_live_maps_and_elf_symtab() {
     assert_eq!(f.offset, 2);
     let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
     assert_eq!(f.object.as_deref(), exe.to_str());
+    // The test binary has DWARF line tables: the location is in this file
+    // (the outermost inline frame, even where wrapping_mul was inlined).
+    let loc = f.location.clone().expect("a DWARF location");
+    assert!(loc.contains("tests/symbols.rs:"), "{loc}");
     // As a return address, addr+1 is looked up at addr: same function.
     let r = s.user(pid, addr + 1, true);
     assert_eq!(r.symbol, f.symbol);

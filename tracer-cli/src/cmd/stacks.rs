@@ -170,11 +170,12 @@ fn js(s: &str) -> String {
 fn frame_json(f: &Frame) -> String {
     let opt = |v: &Option<String>| v.as_deref().map(js).unwrap_or_else(|| "null".into());
     format!(
-        "{{\"addr\":\"{:#x}\",\"symbol\":{},\"offset\":{},\"object\":{}}}",
+        "{{\"addr\":\"{:#x}\",\"symbol\":{},\"offset\":{},\"object\":{},\"location\":{}}}",
         f.addr,
         opt(&f.symbol),
         f.offset,
-        opt(&f.object)
+        opt(&f.object),
+        opt(&f.location)
     )
 }
 
