@@ -146,17 +146,26 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         evs.push(event::read().map_err(io_err("cannot read input"))?);
                     } else {
                         let (snap, status) = l.poll();
+                        let mut failed = None;
                         if let Some(path) = snap {
-                            let (mut next, next_src) =
-                                open(&path, opts.buffer.as_deref(), app.size)?;
-                            next.title = app.title.clone();
-                            next.carry_over(&app);
-                            app = next;
-                            src = next_src.with_live_maps();
+                            // A snapshot that cannot be read keeps the
+                            // previous view; the next one may be fine.
+                            match open(&path, opts.buffer.as_deref(), app.size) {
+                                Ok((mut next, next_src)) => {
+                                    next.title = app.title.clone();
+                                    next.carry_over(&app);
+                                    app = next;
+                                    src = next_src.with_live_maps();
+                                }
+                                Err(e) => failed = Some(e.to_string()),
+                            }
                         }
                         if let Some(s) = status {
                             if app.prompt.is_none() {
-                                app.message = s;
+                                app.message = match failed {
+                                    Some(e) => format!("{s} | cannot read the snapshot: {e}"),
+                                    None => s,
+                                };
                             }
                         }
                         app.refresh(&mut src);
