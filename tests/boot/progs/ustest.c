@@ -9,7 +9,7 @@
  * inside that function and the frame-pointer chain continues at its caller.
  *
  * usage:
- *   ustest chain N        main -> chain_level1 -> chain_level2 -> chain_level3: N nanosleeps
+ *   ustest chain N        main -> do_chain -> chain_level1 -> chain_level2 -> chain_level3: N x nanosleep(100us)
  *   ustest flood N FILE   N x (getpid from flood_leaf, then "ustest seq=I" into FILE,
  *                         a trace_marker) as fast as possible
  *   ustest migrate N      thread mig_worker -> mig_level1 -> mig_sleep: N x nanosleep(20ms);
@@ -59,7 +59,7 @@ NOINL void after_syscall(long r)
 /* ---- chain ---- */
 NOINL long chain_level3(int n)
 {
-	struct timespec ts = { 0, 1000 };
+	struct timespec ts = { 0, 100 * 1000 }; /* long enough to always switch */
 	long r = 0;
 
 	for (int i = 0; i < n; i++) {
