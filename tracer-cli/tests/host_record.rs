@@ -908,3 +908,143 @@ fn the_command_runs_with_default_signal_state() {
         "SIGPIPE ignored in the command"
     );
 }
+
+/// PROCMAPS parsed: pid -> (comm, [(start, end, path)]).
+type Maps = HashMap<u64, (String, Vec<(u64, u64, String)>)>;
+
+fn parse_procmaps(text: &str) -> Maps {
+    let mut out: Maps = HashMap::new();
+    let mut lines = text.lines();
+    while let Some(h) = lines.next() {
+        let mut it = h.split_whitespace();
+        let (Some(p), Some(n), comm) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let (Ok(p), Ok(n)) = (u64::from_str_radix(p, 16), usize::from_str_radix(n, 16)) else {
+            continue;
+        };
+        assert!(!out.contains_key(&p), "two PROCMAPS entries for pid {p}");
+        let e = out.entry(p).or_default();
+        e.0 = comm.unwrap_or("").to_string();
+        for _ in 0..n {
+            let l = lines.next().expect("PROCMAPS entry cut short");
+            let mut f = l.split_whitespace();
+            let s = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
+            let end = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
+            e.1.push((s, end, f.next().unwrap().to_string()));
+        }
+    }
+    out
+}
+
+/// A shell running short-lived children (each lives far less than the
+/// 50 ms poll period): under ptrace every exec'd process's maps are saved,
+/// with the right comm and binary, every user stack address of those
+/// processes lies in a saved mapping, and `report --stacks` symbolizes
+/// their frames.
+#[test]
+fn ptrace_saves_the_maps_of_short_lived_children() {
+    let Some(_fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("short.dat");
+    let name = inst_name("short");
+    let (_, err) = stdout_of(
+        tracer_cli()
+            .args(["record", "-B", &name, "-F", "--user-stacks", "sync"])
+            .args(["-e", "sched:sched_process_exec"])
+            .args(["-e", "syscalls:sys_enter_write"])
+            .args(["-e", "syscalls:sys_enter_close"])
+            .arg("-o")
+            .arg(&out)
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "ls / >/dev/null; cat /dev/null; echo hi | cat >/dev/null; true; date >/dev/null",
+            ]),
+    );
+    let tf = TraceFile::open(&out).unwrap();
+    let buf = tf.buffer(&name).unwrap();
+    let f = tf.formats();
+    // pid -> exec'd file, and the user stack addresses by pid.
+    let mut execs: Vec<(u64, String)> = Vec::new();
+    let mut stacks: HashMap<u64, Vec<u64>> = HashMap::new();
+    for item in tf.records(buf) {
+        let Item::Event(r) = item.unwrap() else {
+            continue;
+        };
+        let fmt = f.of(&r).unwrap();
+        match fmt.name.as_str() {
+            "sched_process_exec" => execs.push((
+                r.i64_field(fmt, "pid").unwrap() as u64,
+                r.str_field(fmt, "filename").unwrap().into_owned(),
+            )),
+            "user_stack" => stacks
+                .entry(r.common_pid().unwrap() as u64)
+                .or_default()
+                .extend(
+                    r.u64_array_field(fmt, "caller")
+                        .unwrap()
+                        .into_iter()
+                        .filter(|&a| a != 0),
+                ),
+            _ => {}
+        }
+    }
+    // sh itself, then ls, cat, cat, date (echo and true are builtins).
+    let comms: Vec<String> = execs
+        .iter()
+        .map(|(_, f)| f.rsplit('/').next().unwrap().to_string())
+        .collect();
+    assert_eq!(comms, ["sh", "ls", "cat", "cat", "date"], "{execs:?}");
+    let maps = parse_procmaps(&tf.procmaps().expect("PROCMAPS present"));
+    for (pid, file) in &execs {
+        let (comm, ranges) = maps
+            .get(pid)
+            .unwrap_or_else(|| panic!("no PROCMAPS entry for {file} (pid {pid}): {maps:?}"));
+        // comm is the name exec'd (sh), the mapping the file behind it
+        // (/usr/bin/dash).
+        let bin = std::fs::canonicalize(file).unwrap();
+        assert_eq!(comm, file.rsplit('/').next().unwrap(), "comm of pid {pid}");
+        assert!(
+            ranges.iter().any(|(_, _, p)| Path::new(p) == bin),
+            "{} not mapped in pid {pid}: {ranges:?}",
+            bin.display()
+        );
+        let addrs = stacks
+            .get(pid)
+            .unwrap_or_else(|| panic!("no user stacks of pid {pid} ({file})"));
+        for a in addrs {
+            assert!(
+                ranges.iter().any(|(s, e, _)| (*s..*e).contains(a)),
+                "user stack address {a:#x} of pid {pid} ({file}) is in no saved mapping: {ranges:?}"
+            );
+        }
+    }
+    let nproc = maps.len();
+    assert!(
+        err.contains(&format!("{nproc} user-space memory maps")),
+        "{err}"
+    );
+
+    // Symbolized: some frame of ls gets a symbol name in a mapped file.
+    let ls = execs.iter().find(|(_, f)| f.ends_with("/ls")).unwrap().0;
+    let (text, _) = stdout_of(tracer_cli().args(["report", "--stacks", "-i"]).arg(&out));
+    let mut in_ls = false;
+    let mut symbolized = Vec::new();
+    for l in text.lines() {
+        if !l.starts_with(' ') {
+            in_ls = l.starts_with(&format!("ls-{ls} "));
+        } else if in_ls && l.contains("=> ") && l.contains('/') {
+            // "=> name+0xOFF (addr) /path": a name, not a bare address.
+            let sym = l.split("=> ").nth(1).unwrap();
+            if sym.contains("+0x") && !sym.starts_with('(') && !sym.starts_with("??") {
+                symbolized.push(l.to_string());
+            }
+        }
+    }
+    assert!(
+        !symbolized.is_empty(),
+        "no user frame of ls (pid {ls}) symbolized:\n{text}"
+    );
+}

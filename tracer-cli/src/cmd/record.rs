@@ -462,11 +462,19 @@ pub(crate) fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
     known.maps = keep;
 }
 
+/// What is known of one process's maps.
+struct MapsEntry {
+    /// All its snapshots merged.
+    merged: ProcMap,
+    /// The newest snapshot alone, and when it was taken.
+    last: ProcMap,
+    at: Instant,
+}
+
 #[derive(Default)]
 struct MapsState {
-    /// Merged maps per tgid, with the time the newest merged snapshot was
-    /// taken.
-    maps: BTreeMap<u32, (ProcMap, Instant)>,
+    /// Maps per tgid.
+    maps: BTreeMap<u32, MapsEntry>,
     /// Processes of the ptrace'd command tree (ever seen).
     traced: HashSet<u32>,
     /// Processes of the ptrace'd command tree still alive: polled too, to
@@ -495,15 +503,23 @@ impl MapsStore {
         }
         let mut st = self.lock();
         match st.maps.get_mut(&snap.pid) {
-            Some((known, at)) => {
-                let newer = taken >= *at;
-                merge_maps(known, snap, newer);
+            Some(e) => {
+                let newer = taken >= e.at;
                 if newer {
-                    *at = taken;
+                    e.last = snap.clone();
+                    e.at = taken;
                 }
+                merge_maps(&mut e.merged, snap, newer);
             }
             None => {
-                st.maps.insert(snap.pid, (snap, taken));
+                st.maps.insert(
+                    snap.pid,
+                    MapsEntry {
+                        merged: snap.clone(),
+                        last: snap,
+                        at: taken,
+                    },
+                );
             }
         }
     }
@@ -520,18 +536,34 @@ impl MapsStore {
         }
     }
 
-    /// A forked child starts with its parent's mappings: they serve for
-    /// its stacks before it execs (as an older snapshot than any of its own).
+    /// A forked child starts with its parent's mappings: the parent's
+    /// newest snapshot (not its merged history: the child never ran the
+    /// parent's earlier images) serves for the child's stacks until it
+    /// execs, as an older snapshot than any of the child's own.
+    ///
+    /// The child may have been seen already (its first stop can be handled
+    /// before the parent's fork event, and it may have exec'd since): then
+    /// the parent's image only fills the ranges its own snapshots leave free.
     pub fn inherit(&self, child: u32, parent: u32) {
         let mut st = self.lock();
-        if st.maps.contains_key(&child) {
+        let Some(p) = st.maps.get(&parent) else {
             return;
-        }
-        if let Some((m, at)) = st.maps.get(&parent) {
-            let mut m = m.clone();
-            m.pid = child;
-            let at = *at;
-            st.maps.insert(child, (m, at));
+        };
+        let mut m = p.last.clone();
+        m.pid = child;
+        let at = p.at;
+        match st.maps.get_mut(&child) {
+            Some(e) => merge_maps(&mut e.merged, m, false),
+            None => {
+                st.maps.insert(
+                    child,
+                    MapsEntry {
+                        merged: m.clone(),
+                        last: m,
+                        at,
+                    },
+                );
+            }
         }
     }
 
@@ -557,7 +589,11 @@ impl MapsStore {
 
     /// The merged maps, by pid.
     pub fn maps(&self) -> Vec<ProcMap> {
-        self.lock().maps.values().map(|(m, _)| m.clone()).collect()
+        self.lock()
+            .maps
+            .values()
+            .map(|e| e.merged.clone())
+            .collect()
     }
 }
 
@@ -1443,20 +1479,38 @@ mod tests {
         let store = MapsStore::default();
         let t0 = Instant::now();
         let t1 = t0 + Duration::from_millis(5);
+        // pid 5 was the recorder's copy before exec'ing sh: a child of sh
+        // inherits sh's image only.
+        store.add(pm(5, "rec", &[(0x9000, 0xa000, "/rec")]), t0);
         store.add(pm(5, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
         store.inherit(6, 5);
         store.add(pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]), t1);
         // Older than what pid 6 has: only fills free ranges.
         store.add(pm(6, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
-        // Empty snapshots (zombies) are ignored; inherit never overwrites.
+        // Empty snapshots (zombies) are ignored; inheriting again only
+        // fills free ranges.
         store.add(pm(6, "zombie", &[]), t1 + Duration::from_millis(1));
         store.inherit(6, 5);
         assert_eq!(
             store.maps(),
             vec![
-                pm(5, "sh", &[(0x1000, 0x2000, "/bin/sh")]),
+                pm(
+                    5,
+                    "sh",
+                    &[(0x1000, 0x2000, "/bin/sh"), (0x9000, 0xa000, "/rec")]
+                ),
                 pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]),
             ]
+        );
+        store.add(pm(5, "sh", &[(0x3000, 0x4000, "/lib/libc")]), t1);
+        store.inherit(6, 5);
+        assert_eq!(
+            store.maps()[1],
+            pm(
+                6,
+                "ls",
+                &[(0x1800, 0x2800, "/bin/ls"), (0x3000, 0x4000, "/lib/libc")]
+            )
         );
         store.set_traced(6, true);
         assert!(store.is_traced(6) && !store.is_traced(5));

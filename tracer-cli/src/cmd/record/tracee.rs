@@ -11,8 +11,10 @@
 //! * at an exec stop (the new image is in place),
 //! * at the exit stop of a process's last thread (the mm is still there,
 //!   with everything loaded since the exec),
-//! * at a fork the child inherits its parent's merged maps (its image until
-//!   it execs), without reading anything.
+//! * at a fork of the parent (stopped there), whose maps the child
+//!   inherits: its image until it execs; the command's own process is
+//!   read once before it is released (a copy of the recorder until its
+//!   exec, which runs a few traced syscalls).
 //!
 //! Between those, the record loop polls the live processes of the tree too
 //! (see `MapsTracker::snapshot`). Everything is merged per process in a
@@ -109,6 +111,12 @@ impl TracedCommand {
                     }
                 };
                 let traced = ptrace && seize(held.pid).is_ok();
+                if traced {
+                    // Its image until the exec (a copy of ours): the few
+                    // events between the release and the exec have their
+                    // stacks there.
+                    store.read(held.pid.as_raw() as u32);
+                }
                 let _ = forked_tx.send(Ok((held.pid, traced)));
                 let go = go_rx.recv().is_ok();
                 let mut t = Tracer::new(held, store, sh.clone(), started_tx, traced);
@@ -508,6 +516,9 @@ impl Tracer {
                         if !self.tasks.contains_key(&child) {
                             self.add_task(child, child);
                         }
+                        // The parent, stopped here, has the child's image
+                        // (libraries loaded since its exec snapshot too).
+                        self.snapshot(parent);
                         self.store.inherit(child as u32, parent as u32);
                     }
                     cont(pid, 0);
@@ -521,6 +532,7 @@ impl Tracer {
                             if tgid == child {
                                 // clone() of a new process.
                                 let parent = self.tgid(pid);
+                                self.snapshot(parent);
                                 self.store.inherit(child as u32, parent as u32);
                             }
                         }
