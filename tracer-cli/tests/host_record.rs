@@ -1048,3 +1048,150 @@ fn ptrace_saves_the_maps_of_short_lived_children() {
         "no user frame of ls (pid {ls}) symbolized:\n{text}"
     );
 }
+
+/// Records `script` under `sh -c` (ptrace'd); returns its stdout and the
+/// exit status record reports (0 when it reports none).
+fn record_sh(tag: &str, script: &str) -> (String, i32) {
+    let dir = tempfile::tempdir().unwrap();
+    let (stdout, err) = stdout_of(
+        tracer_cli()
+            .args(["record", "-B", &inst_name(tag), "-F"])
+            .args(["-e", "sched:sched_process_exit", "-o"])
+            .arg(dir.path().join("x.dat"))
+            .args(["--", "sh", "-c", script]),
+    );
+    assert!(err.contains("command under ptrace:"), "not ptrace'd: {err}");
+    let status = err
+        .lines()
+        .find_map(|l| l.strip_prefix("tracer-cli: the command exited with status "))
+        .map(|s| s.parse().unwrap())
+        .unwrap_or(0);
+    (stdout, status)
+}
+
+/// The same script without tracer-cli: stdout and the status as record
+/// reports it (128 + N when killed by signal N).
+fn plain_sh(script: &str) -> (String, i32) {
+    use std::os::unix::process::ExitStatusExt;
+    let out = Command::new("sh").args(["-c", script]).output().unwrap();
+    let st = out.status;
+    let status = st.code().unwrap_or_else(|| 128 + st.signal().unwrap());
+    (String::from_utf8_lossy(&out.stdout).into_owned(), status)
+}
+
+/// Under ptrace the command behaves as without it: exit codes, a signal
+/// it sends itself (fatal, or caught by a trap), job-control stop and
+/// continue of a child.
+#[test]
+fn a_ptraced_command_keeps_its_exit_status_and_signals() {
+    let Some(_fs) = host(false) else { return };
+    let cases = [
+        ("exit", "echo a; exit 7"),
+        ("kill", "echo b; kill -TERM $$; echo not reached"),
+        (
+            "trap",
+            "trap 'echo got USR1' USR1; kill -USR1 $$; echo after; exit 3",
+        ),
+        (
+            "rt",
+            "trap 'echo got RT' 40; kill -s 40 $$ 2>/dev/null || kill -40 $$; echo after",
+        ),
+        (
+            "stop",
+            // The child stays stopped until SIGCONT, then ends normally.
+            "sleep 1 & p=$!; kill -STOP $p; sleep 0.3; \
+             s=$(cut -d' ' -f3 /proc/$p/stat); kill -CONT $p; wait $p; r=$?; \
+             case $s in [Tt]) echo stopped;; *) echo \"not stopped: $s\";; esac; echo rc=$r",
+        ),
+        ("segv", "sh -c 'kill -SEGV $$'; echo child=$?"),
+    ];
+    for (tag, script) in cases {
+        let plain = plain_sh(script);
+        let traced = record_sh(&format!("sig{tag}"), script);
+        assert_eq!(traced, plain, "{tag}: {script}");
+    }
+    // The expectations themselves, so a broken shell cannot make both agree
+    // on nonsense.
+    assert_eq!(plain_sh("echo a; exit 7"), ("a\n".into(), 7));
+    assert_eq!(plain_sh(cases[1].1), ("b\n".into(), 128 + libc::SIGTERM));
+    assert_eq!(plain_sh(cases[4].1), ("stopped\nrc=0\n".into(), 0));
+}
+
+/// SIGINT to record (as Ctrl-C) while its ptrace'd command runs: record
+/// stops cleanly and saves the command's maps, and the command is left
+/// running untraced (as it would be without ptrace).
+#[test]
+fn sigint_stops_record_with_a_ptraced_command() {
+    let Some(fs) = host(true) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let out = dir.path().join("int.dat");
+    let name = inst_name("intptrace");
+    let rec = tracer_cli()
+        .args(["record", "-q", "-B", &name, "-F"])
+        .args(["-e", "syscalls:sys_enter_nanosleep", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c"])
+        // (sleep must not hold record's stderr pipe open)
+        .arg(format!(
+            "echo $$ > {}; exec sleep 30 2>/dev/null",
+            pidfile.display()
+        ))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = |pid: i32, key: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| l.strip_prefix(key).map(|v| v.trim().to_string()))
+            .unwrap_or_default()
+    };
+    let mut pid = 0;
+    wait_until("the command to exec sleep", || {
+        pid = std::fs::read_to_string(&pidfile)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        pid != 0 && status(pid, "Name:") == "sleep"
+    });
+    // Traced by a thread of record.
+    let tracer = status(pid, "TracerPid:");
+    assert!(
+        Path::new(&format!("/proc/{}/task/{tracer}", rec.id())).exists(),
+        "traced by {tracer}, not by record ({})",
+        rec.id()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(rec.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let st = rec.wait_with_output().unwrap();
+    let sleeper = nix::unistd::Pid::from_raw(pid);
+    let (tracer, state) = (status(pid, "TracerPid:"), status(pid, "State:"));
+    let _ = nix::sys::signal::kill(sleeper, nix::sys::signal::Signal::SIGKILL);
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(tracer, "0", "the command is still traced");
+    assert!(
+        !state.starts_with('t') && !state.starts_with('T'),
+        "the command is left {state}"
+    );
+    assert!(fs.instance(&name).is_err(), "instance left behind");
+    let tf = TraceFile::open(&out).unwrap();
+    let maps = parse_procmaps(&tf.procmaps().unwrap_or_default());
+    let (comm, ranges) = maps
+        .get(&(pid as u64))
+        .unwrap_or_else(|| panic!("no maps of the command: {maps:?}"));
+    assert_eq!(comm, "sleep");
+    let sleep_bin = std::fs::canonicalize("/bin/sleep").unwrap();
+    assert!(
+        ranges.iter().any(|(_, _, p)| Path::new(p) == sleep_bin),
+        "{ranges:?}"
+    );
+}
