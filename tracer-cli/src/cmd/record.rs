@@ -9,6 +9,15 @@
 //!
 //! The setup part ([`TraceOpts`], [`setup`]) is shared with `start`, and the
 //! metadata/writing part ([`collect_meta`], [`write_dat`]) with `extract`.
+//!
+//! PROCMAPS (the memory maps that let user stacks be symbolized later):
+//! the command given on the command line runs under ptrace
+//! ([`TracedCommand`], module `tracee`), so every process it execs has its
+//! maps read at its exec and its exit, however short it lives; `--no-ptrace`
+//! polls instead. `-P` pids are someone else's processes: they and their
+//! descendants are polled ([`MapsTracker`]), as are the processes seen with
+//! user stacks in the data. All snapshots of a pid are merged into its one
+//! PROCMAPS entry ([`merge_maps`]: union, the newest wins on overlap).
 
 use anyhow::{bail, Context, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
