@@ -193,6 +193,28 @@ for f in "$W"/ext-*.dat; do
 done
 say
 
+# Latency to the first lines (`report -i F | head -20`): what a user waits
+# for when paging a big file. Wall time of the pipeline, best and median.
+first_lines() { # CMD...
+    local i t0 t1
+    : > "$W/fl"
+    for ((i = 0; i < RUNS; i++)); do
+        t0=$(date +%s%N)
+        "$@" 2>/dev/null | head -20 > /dev/null
+        t1=$(date +%s%N)
+        echo $(( (t1 - t0) / 1000000 )) >> "$W/fl"
+    done
+    sort -n "$W/fl" | awk '{ a[NR] = $1 } END { printf "%d / %d", a[1], a[int((NR+1)/2)] }'
+}
+say "Time to the first 20 lines, \`report -i F | head -20\` (min / median ms of $RUNS):"
+say
+say "| input file | trace-cmd | tracer-cli |"
+say "|---|---|---|"
+for f in "$W"/ext-*.dat; do
+    say "| $(basename "$f" .dat) | $(first_lines trace-cmd report -i "$f") | $(first_lines "$T" report -i "$f") |"
+done
+say
+
 # ---- 3. decoder alone, stitching, TUI ----------------------------------------
 echo "generating the synthetic cookie trace ($NGROUPS groups)..." >&2
 "$B" gen-cookie "$W/cookie-none.dat" "$NGROUPS" none
