@@ -1,6 +1,8 @@
 //! FFI bindings to the system libtraceevent (Debian `libtraceevent-dev` 1.7),
 //! written by hand for the functions this project uses, plus a small safe
-//! wrapper, [`Tep`], around a `tep_handle`.
+//! wrapper: [`Tep`] around a `tep_handle`, loaded from a trace file's
+//! sections with [`Tep::load`], [`Record`] for an event payload and
+//! [`Tep::print`] for libtraceevent's text of it.
 //!
 //! Only the layouts of the structs that Rust code creates or reads
 //! ([`tep_record`], [`trace_seq`]) are spelled out; everything else is
@@ -9,6 +11,7 @@
 #![allow(non_camel_case_types)]
 
 use std::ffi::{c_char, c_int, c_uint, c_ulong, c_ulonglong, c_void, CStr, CString};
+use std::marker::PhantomData;
 
 /// Opaque `struct tep_handle`.
 #[repr(C)]
@@ -204,6 +207,90 @@ fn cstring(b: &[u8]) -> CString {
     CString::new(&b[..end]).expect("no interior NUL after truncation")
 }
 
+/// The sections of a trace file that libtraceevent needs, as stored in the
+/// file (see [`Tep::load`]).
+#[derive(Debug, Clone, Copy)]
+pub struct TraceSections<'a> {
+    /// Kernel `sizeof(long)` of the traced system.
+    pub long_size: usize,
+    /// Ring-buffer page size.
+    pub page_size: usize,
+    /// Number of CPUs.
+    pub cpus: usize,
+    /// Text of `events/header_page`.
+    pub header_page: &'a [u8],
+    /// Format files of the `ftrace` system.
+    pub ftrace_formats: &'a [Vec<u8>],
+    /// Format files of the other systems, by system name.
+    pub event_formats: &'a [(String, Vec<Vec<u8>>)],
+    /// `/proc/kallsyms` text (may be empty).
+    pub kallsyms: &'a [u8],
+    /// `printk_formats` text (may be empty).
+    pub printk_formats: &'a [u8],
+    /// `saved_cmdlines` text (may be empty).
+    pub cmdlines: &'a [u8],
+}
+
+/// An event payload with its timestamp and CPU, as the `tep_record` that
+/// libtraceevent's printing and filtering functions take.
+///
+/// # Invariants
+/// `raw.data` points to `raw.size` bytes borrowed for `'a`; libtraceevent
+/// only reads them.
+pub struct Record<'a> {
+    raw: tep_record,
+    _data: PhantomData<&'a [u8]>,
+}
+
+impl<'a> Record<'a> {
+    /// The record of the payload `data` (common fields first) of an event
+    /// at `ts` on `cpu`.
+    pub fn new(data: &'a [u8], ts: u64, cpu: u32) -> Record<'a> {
+        Record {
+            raw: tep_record {
+                ts,
+                offset: 0,
+                missed_events: 0,
+                record_size: data.len() as c_int + 4,
+                size: data.len() as c_int,
+                // Only read by libtraceevent (type invariant).
+                data: data.as_ptr() as *mut c_void,
+                cpu: cpu as c_int,
+                ref_count: 1,
+                locked: 0,
+                priv_: std::ptr::null_mut(),
+            },
+            _data: PhantomData,
+        }
+    }
+
+    /// The timestamp.
+    pub fn ts(&self) -> u64 {
+        self.raw.ts
+    }
+
+    /// The raw record, for calls the safe wrapper does not cover (e.g.
+    /// `tep_filter_match`); valid while `self` is.
+    pub fn as_mut_ptr(&mut self) -> *mut tep_record {
+        &mut self.raw
+    }
+}
+
+/// What [`Tep::print`] appends: one `tep_print_event` conversion each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Print {
+    /// The event's info (print format or plugin): `"%s"` of `INFO`.
+    Info,
+    /// The latency flags column: `"%s"` of `LATENCY`.
+    Latency,
+    /// The timestamp as libtraceevent prints it without a precision:
+    /// `"%12d"` of `TIME`.
+    Time,
+    /// trace-cmd's latency-format head, short comm, pid and CPU:
+    /// `"%8.8s-%-5d %3d"` of `COMM`, `PID`, `CPU`.
+    LatencyHead,
+}
+
 /// An owned `tep_handle` with its plugins.
 ///
 /// # Invariants
@@ -241,6 +328,84 @@ impl Tep {
             tep,
             plugins: std::ptr::null_mut(),
         })
+    }
+
+    /// A handle set up from a trace file's sections the way trace-cmd sets
+    /// it up: CPU count, system plugins, header page, event formats, then
+    /// kallsyms, printk formats and saved cmdlines.
+    ///
+    /// Only a bad header page is an error. A format libtraceevent cannot
+    /// parse is skipped, as trace-cmd does (its events print without their
+    /// info). The kallsyms, printk formats and cmdlines sections are each
+    /// tried; the second value lists those libtraceevent rejected, in that
+    /// order: `trace-cmd report` treats them as fatal, callers that only
+    /// want event info may ignore them.
+    pub fn load(s: &TraceSections<'_>) -> Result<(Tep, Vec<TepError>), TepError> {
+        let mut t = Tep::new(s.long_size, s.page_size)?;
+        t.set_cpus(s.cpus);
+        t.load_plugins();
+        t.parse_header_page(s.header_page, s.long_size)?;
+        for f in s.ftrace_formats {
+            let _ = t.parse_event(f, "ftrace");
+        }
+        for (sys, list) in s.event_formats {
+            for f in list {
+                let _ = t.parse_event(f, sys);
+            }
+        }
+        let mut rejected = Vec::new();
+        if !s.kallsyms.is_empty() {
+            rejected.extend(t.parse_kallsyms(s.kallsyms).err());
+        }
+        if !s.printk_formats.is_empty() {
+            rejected.extend(t.parse_printk_formats(s.printk_formats).err());
+        }
+        if !s.cmdlines.is_empty() {
+            rejected.extend(t.parse_saved_cmdlines(s.cmdlines).err());
+        }
+        Ok((t, rejected))
+    }
+
+    /// Appends libtraceevent's text `what` of `rec` to `seq`.
+    pub fn print(&self, seq: &mut TraceSeq, rec: &mut Record<'_>, what: Print) {
+        let (tep, s, r) = (self.tep, seq.as_mut_ptr(), rec.as_mut_ptr());
+        // SAFETY: the handle is valid (type invariant), the seq is
+        // initialized and the record's data is borrowed for the call and
+        // only read (Record invariant). Each format's conversions get the
+        // selectors libtraceevent documents for them: `%s` the "INFO",
+        // "LATENCY" or "COMM" strings, `%d` the unsigned TIME, PID and CPU
+        // selectors.
+        unsafe {
+            match what {
+                Print::Info => tep_print_event(tep, s, r, c"%s".as_ptr(), TEP_PRINT_INFO.as_ptr()),
+                Print::Latency => {
+                    tep_print_event(tep, s, r, c"%s".as_ptr(), TEP_PRINT_LATENCY.as_ptr())
+                }
+                Print::Time => tep_print_event(tep, s, r, c"%12d".as_ptr(), TEP_PRINT_TIME),
+                Print::LatencyHead => tep_print_event(
+                    tep,
+                    s,
+                    r,
+                    c"%8.8s-%-5d %3d".as_ptr(),
+                    TEP_PRINT_COMM.as_ptr(),
+                    TEP_PRINT_PID,
+                    TEP_PRINT_CPU,
+                ),
+            }
+        }
+    }
+
+    /// The comm libtraceevent knows for `pid` (from saved cmdlines or
+    /// [`Tep::register_comm`]), if any.
+    pub fn comm_of_pid(&self, pid: i32) -> Option<&CStr> {
+        // SAFETY: self.tep is valid (type invariant); the returned string is
+        // owned by the handle and lives until the handle is freed or its
+        // comms change, which needs `&mut self`, so the borrow of `self`
+        // covers it.
+        unsafe {
+            let p = tep_data_comm_from_pid(self.tep, pid);
+            (!p.is_null()).then(|| CStr::from_ptr(p))
+        }
     }
 
     /// The raw handle, for calls this wrapper does not cover.

@@ -130,29 +130,14 @@ pub struct Printer {
 impl Printer {
     /// Loads headers, formats, kallsyms, printk formats, cmdlines and the
     /// system plugins of `file` into a new libtraceevent handle.
+    ///
+    /// Like trace-cmd, a format libtraceevent cannot parse is not fatal (its
+    /// events print without their info); rejected kallsyms, printk formats
+    /// or cmdlines are.
     pub fn new(file: &TraceFile) -> Result<Printer> {
-        let mut t = tep::Tep::new(file.long_size(), file.page_size())?;
-        t.set_cpus(file.cpu_count() as usize);
-        t.load_plugins();
-        t.parse_header_page(file.header_page_text(), file.long_size())?;
-        // Like trace-cmd, a format libtraceevent cannot parse is not fatal:
-        // its events print without their info.
-        for f in file.ftrace_format_texts() {
-            let _ = t.parse_event(f, "ftrace");
-        }
-        for (sys, list) in file.event_format_texts() {
-            for f in list {
-                let _ = t.parse_event(f, sys);
-            }
-        }
-        if !file.kallsyms().is_empty() {
-            t.parse_kallsyms(file.kallsyms())?;
-        }
-        if !file.printk_formats().is_empty() {
-            t.parse_printk_formats(file.printk_formats())?;
-        }
-        if !file.cmdlines().is_empty() {
-            t.parse_saved_cmdlines(file.cmdlines())?;
+        let (t, rejected) = stitch::printfmt::load_tep(file)?;
+        if let Some(e) = rejected.into_iter().next() {
+            return Err(e.into());
         }
         Ok(Printer {
             tep: t,
@@ -173,22 +158,6 @@ impl Printer {
         self.tep.set_flag(tep::TEP_NSEC_OUTPUT);
         if self.time.is_some() {
             self.time = Some((1, 9));
-        }
-    }
-
-    fn raw_record(r: &Record<'_>, ts: u64) -> tep::tep_record {
-        tep::tep_record {
-            ts,
-            offset: 0,
-            missed_events: 0,
-            record_size: r.data.len() as c_int + 4,
-            size: r.data.len() as c_int,
-            // libtraceevent only reads the data when printing.
-            data: r.data.as_ptr() as *mut _,
-            cpu: r.cpu as c_int,
-            ref_count: 1,
-            locked: 0,
-            priv_: std::ptr::null_mut(),
         }
     }
 
@@ -217,78 +186,43 @@ impl Printer {
             }
             _ => {}
         }
-        let mut rec = Self::raw_record(r, ts);
+        let mut rec = tep::Record::new(r.data, ts, r.cpu);
         if self.latency {
             self.seq.reset();
-            // SAFETY: the handle, the seq and the record (whose data borrows
-            // `r`) are valid for the calls; the variadic arguments are the
-            // "COMM"/"LATENCY" strings and the unsigned PID/CPU selectors
-            // the conversions expect.
-            unsafe {
-                tep::tep_print_event(
-                    self.tep.as_ptr(),
-                    self.seq.as_mut_ptr(),
-                    &mut rec,
-                    c"%8.8s-%-5d %3d".as_ptr(),
-                    tep::TEP_PRINT_COMM.as_ptr(),
-                    tep::TEP_PRINT_PID,
-                    tep::TEP_PRINT_CPU,
-                );
-                tep::tep_print_event(
-                    self.tep.as_ptr(),
-                    self.seq.as_mut_ptr(),
-                    &mut rec,
-                    c"%s".as_ptr(),
-                    tep::TEP_PRINT_LATENCY.as_ptr(),
-                );
-            }
+            self.tep
+                .print(&mut self.seq, &mut rec, tep::Print::LatencyHead);
+            self.tep.print(&mut self.seq, &mut rec, tep::Print::Latency);
             self.line.extend_from_slice(self.seq.as_bytes());
-            return self.finish_line(&mut rec, ts, name);
+            return self.finish_line(&mut rec, name);
         }
         let pid = r.common_pid().unwrap_or(0);
-        // SAFETY: the handle is valid; the returned string is owned by it and
-        // copied before any other call.
-        let comm = unsafe {
-            let p = tep::tep_data_comm_from_pid(self.tep.as_ptr(), pid);
-            if p.is_null() {
-                &b"<...>"[..]
-            } else {
-                std::ffi::CStr::from_ptr(p).to_bytes()
-            }
-        };
+        let comm = self
+            .tep
+            .comm_of_pid(pid)
+            .map_or(&b"<...>"[..], |c| c.to_bytes());
         for _ in comm.len()..16 {
             line.push(b' ');
         }
         line.extend_from_slice(comm);
         let _ = write!(line, "-{pid:<5} [{:03}]", r.cpu);
-        self.finish_line(&mut rec, ts, name)
+        self.finish_line(&mut rec, name)
     }
 
     /// Appends the time, name and info columns to `self.line`.
-    fn finish_line(&mut self, rec: &mut tep::tep_record, ts: u64, name: &str) -> &[u8] {
+    fn finish_line(&mut self, rec: &mut tep::Record<'_>, name: &str) -> &[u8] {
         use std::io::Write as _;
         let line = &mut self.line;
         match self.time {
             Some((div, prec)) => {
                 line.push(b' ');
-                format_time(line, ts, div, prec);
+                format_time(line, rec.ts(), div, prec);
                 line.push(b':');
             }
             None => {
                 self.seq.reset();
-                // SAFETY: the handle, the seq and the record (whose data
-                // borrows `r`) are valid for the call, and TEP_PRINT_TIME is
-                // the unsigned selector the `%d` conversion expects.
-                unsafe {
-                    tep::tep_print_event(
-                        self.tep.as_ptr(),
-                        self.seq.as_mut_ptr(),
-                        rec,
-                        c"%12d:".as_ptr(),
-                        tep::TEP_PRINT_TIME,
-                    );
-                }
+                self.tep.print(&mut self.seq, rec, tep::Print::Time);
                 line.extend_from_slice(self.seq.as_bytes());
+                line.push(b':');
             }
         }
         let _ = write!(line, " {name}: ");
@@ -296,16 +230,7 @@ impl Printer {
             line.push(b' ');
         }
         self.seq.reset();
-        // SAFETY: as above; the `%s` conversion gets the "INFO" string.
-        unsafe {
-            tep::tep_print_event(
-                self.tep.as_ptr(),
-                self.seq.as_mut_ptr(),
-                rec,
-                c"%s".as_ptr(),
-                tep::TEP_PRINT_INFO.as_ptr(),
-            );
-        }
+        self.tep.print(&mut self.seq, rec, tep::Print::Info);
         line.extend_from_slice(self.seq.as_bytes());
         if line.last() == Some(&b'\n') {
             line.pop();
@@ -392,11 +317,11 @@ impl Filters {
     }
 
     /// trace-cmd's test_filters(): the result code of the last filter tried.
-    fn test(list: &[*mut tep::tep_event_filter], rec: &mut tep::tep_record, neg: bool) -> c_int {
+    fn test(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>, neg: bool) -> c_int {
         let mut ret = tep::TEP_ERRNO__NO_FILTER;
         for &f in list {
             // SAFETY: f is a live filter and rec a valid record.
-            ret = unsafe { tep::tep_filter_match(f, rec) };
+            ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
             let found = ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH;
             if !neg && found {
                 break;
@@ -469,7 +394,7 @@ impl<'a> Stream<'a> {
         if f.pos.is_empty() && f.neg.is_empty() {
             return true;
         }
-        let mut rec = Printer::raw_record(r, adjust(r.ts, cx.ts_offset));
+        let mut rec = tep::Record::new(r.data, adjust(r.ts, cx.ts_offset), r.cpu);
         let cpu = r.cpu as usize;
         if self.last_printed.len() <= cpu {
             self.last_printed.resize(cpu + 1, false);
@@ -710,7 +635,7 @@ mod tests {
 print fmt: \"x\"\n";
         t.parse_event(fmt.as_bytes(), "test").unwrap();
         let mut seq = tep::TraceSeq::new();
-        let mut data = [1u8, 0, 0, 0, 0, 0, 0, 0];
+        let data = [1u8, 0, 0, 0, 0, 0, 0, 0];
         for ts in [
             0u64,
             1,
@@ -724,25 +649,14 @@ print fmt: \"x\"\n";
             123_456_789_012_345_678,
         ] {
             for (fmt, div, prec) in [(c"%6.1000d", 1000, 6), (c"%9.1d", 1, 9)] {
-                let mut rec = tep::tep_record {
-                    ts,
-                    offset: 0,
-                    missed_events: 0,
-                    record_size: 8,
-                    size: 8,
-                    data: data.as_mut_ptr().cast(),
-                    cpu: 0,
-                    ref_count: 1,
-                    locked: 0,
-                    priv_: std::ptr::null_mut(),
-                };
+                let mut rec = tep::Record::new(&data, ts, 0);
                 seq.reset();
                 // SAFETY: valid handle, seq and record; TIME selector for %d.
                 unsafe {
                     tep::tep_print_event(
                         t.as_ptr(),
                         seq.as_mut_ptr(),
-                        &mut rec,
+                        rec.as_mut_ptr(),
                         fmt.as_ptr(),
                         tep::TEP_PRINT_TIME,
                     )
