@@ -6,34 +6,21 @@
 //! (repeatable) and `-a` (all instances) select instances instead, and `-t`
 //! adds the top instance back.
 
-use super::record::{buffer_data, collect_meta, write_options, TempFiles};
-use super::stop::selected;
+use super::opts::{InstanceSelection, OutputOpts};
+use super::record::{buffer_data, collect_meta, TempFiles};
 use anyhow::Result;
-use std::path::PathBuf;
 use tracedata::writer::write_trace_dat;
 use tracefs::Tracefs;
 
 /// Arguments of `tracer-cli extract`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Extract this instance (repeatable); the top instance then only with -t.
-    #[arg(short = 'B', value_name = "INSTANCE")]
-    pub instances: Vec<String>,
-    /// Extract all instances; the top instance then only with -t.
-    #[arg(short = 'a')]
-    pub all: bool,
-    /// Extract the top instance too.
-    #[arg(short = 't')]
-    pub top: bool,
-    /// Output file.
-    #[arg(short = 'o', value_name = "FILE", default_value = "trace.dat")]
-    pub output: PathBuf,
-    /// trace.dat version to write (6 or 7).
-    #[arg(long = "file-version", default_value_t = 7, value_parser = clap::value_parser!(u32).range(6..=7))]
-    pub file_version: u32,
-    /// Compression of a version 7 file: none or zstd (default zstd).
-    #[arg(long = "compression", value_name = "none|zstd")]
-    pub compression: Option<String>,
+    /// The instances to extract.
+    #[command(flatten)]
+    pub select: InstanceSelection,
+    /// Where and how to write.
+    #[command(flatten)]
+    pub out: OutputOpts,
     /// Print nothing on success.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -41,14 +28,14 @@ pub struct Args {
 
 /// Runs `tracer-cli extract`.
 pub fn run(args: Args) -> Result<()> {
-    let wopts = write_options(args.file_version, args.compression.as_deref())?;
+    let wopts = args.out.write_options()?;
     let fs = Tracefs::open()?;
-    let insts = selected(&fs, &args.instances, args.all, args.top)?;
+    let insts = args.select.select(&fs)?;
     let mut temps = Vec::new();
     let mut buffers = Vec::new();
     for inst in &insts {
         let cpus = inst.cpus()?;
-        let (t, files) = TempFiles::create_tagged(&args.output, inst.name(), &cpus)?;
+        let (t, files) = TempFiles::create_tagged(&args.out.output, inst.name(), &cpus)?;
         let mut cpu_files = Vec::new();
         for ((cpu, path), mut file) in t.0.iter().zip(files) {
             let mut reader = inst.cpu_reader(*cpu)?;
@@ -65,12 +52,12 @@ pub fn run(args: Args) -> Result<()> {
     // The formats of every event: what was enabled when the data was
     // written is not known any more.
     let meta = collect_meta(&fs, first, None, Vec::new())?;
-    let summary = write_trace_dat(&args.output, &meta, &buffers, &wopts)?;
+    let summary = write_trace_dat(&args.out.output, &meta, &buffers, &wopts)?;
     drop(temps);
     if !args.quiet {
         eprintln!(
             "tracer-cli: wrote {} ({} bytes, {} buffer(s))",
-            args.output.display(),
+            args.out.output.display(),
             summary.file_size,
             buffers.len()
         );

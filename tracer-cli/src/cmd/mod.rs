@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub mod extract;
 pub mod list;
+pub mod opts;
 pub mod record;
 pub mod report;
 pub mod reset;

@@ -35,6 +35,8 @@ use tracedata::writer::{
 };
 use tracefs::{signals, CpuStats, EventId, EventSpec, Guard, Instance, Tracefs};
 
+use super::opts::OutputOpts;
+
 mod tracee;
 pub(crate) use tracee::TracedCommand;
 
@@ -99,15 +101,9 @@ pub struct TraceOpts {
 pub struct Args {
     #[command(flatten)]
     pub trace: TraceOpts,
-    /// Output file.
-    #[arg(short = 'o', value_name = "FILE", default_value = "trace.dat")]
-    pub output: PathBuf,
-    /// trace.dat version to write (6 or 7).
-    #[arg(long = "file-version", default_value_t = 7, value_parser = clap::value_parser!(u32).range(6..=7))]
-    pub file_version: u32,
-    /// Compression of a version 7 file: none or zstd (default zstd; version 6 is never compressed).
-    #[arg(long = "compression", value_name = "none|zstd")]
-    pub compression: Option<String>,
+    /// Where and how to write.
+    #[command(flatten)]
+    pub out: OutputOpts,
     /// Do not show live progress.
     #[arg(short = 'q', long = "quiet")]
     pub quiet: bool,
@@ -137,6 +133,18 @@ pub(crate) fn pair_filters(
 ) -> Result<Vec<(String, Option<String>)>> {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     pair_filters_in(opts, &argv, subcommand, cmd)
+}
+
+/// [`pair_filters`] for the subcommand `subcommand` whose arguments are `A`.
+pub(crate) fn pair_filters_of<A: clap::Args>(
+    opts: &TraceOpts,
+    subcommand: &'static str,
+) -> Result<Vec<(String, Option<String>)>> {
+    pair_filters(
+        opts,
+        subcommand,
+        A::augment_args(clap::Command::new(subcommand)),
+    )
 }
 
 /// [`pair_filters`] on a given command line (`argv[0]` is the program).
@@ -1089,13 +1097,8 @@ impl Progress {
 
 /// Runs `tracer-cli record`.
 pub fn run(args: Args) -> Result<()> {
-    use clap::Args as _;
-    let pairs = pair_filters(
-        &args.trace,
-        "record",
-        Args::augment_args(clap::Command::new("record")),
-    )?;
-    let wopts = write_options(args.file_version, args.compression.as_deref())?;
+    let pairs = pair_filters_of::<Args>(&args.trace, "record")?;
+    let wopts = args.out.write_options()?;
     signals::install()?;
 
     // The command's maps are snapshotted at its execs and exits by the
@@ -1116,9 +1119,9 @@ pub fn run(args: Args) -> Result<()> {
     let inst = &session.inst;
 
     let cpus = inst.cpus()?;
-    let (temps, files) = TempFiles::create(&args.output, &cpus)?;
+    let (temps, files) = TempFiles::create(&args.out.output, &cpus)?;
     let mut partial: Vec<PathBuf> = temps.0.iter().map(|(_, p)| p.clone()).collect();
-    partial.push(args.output.clone());
+    partial.push(args.out.output.clone());
     signals::remove_on_abort(partial);
     let counters: Vec<Arc<AtomicU64>> = cpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
     let mut readers = Readers {
@@ -1216,7 +1219,7 @@ pub fn run(args: Args) -> Result<()> {
         .zip(stats.iter())
         .map(|((cpu, p), s)| (*cpu, p.clone(), s.clone()))
         .collect();
-    let summary = write_dat(&args.output, &meta, inst, &cpu_files, &wopts)?;
+    let summary = write_dat(&args.out.output, &meta, inst, &cpu_files, &wopts)?;
     // The file is complete: an abort from now on must not delete it.
     signals::remove_on_abort(Vec::new());
     drop(temps);
@@ -1234,7 +1237,7 @@ pub fn run(args: Args) -> Result<()> {
         }
         eprintln!(
             "tracer-cli: wrote {} ({} bytes, {} user-space memory maps)",
-            args.output.display(),
+            args.out.output.display(),
             summary.file_size,
             meta.procmaps.len()
         );

@@ -3,22 +3,16 @@
 //! nop tracer, the local clock, buffers cleared; `tracing_on` is left on as
 //! trace-cmd does. `-d` deletes the selected instances, `-b` resizes them.
 
-use super::stop::selected;
+use super::opts::InstanceSelection;
 use anyhow::{bail, Result};
 use tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli reset`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Reset this instance (repeatable); the top instance then only with -t.
-    #[arg(short = 'B', value_name = "INSTANCE")]
-    pub instances: Vec<String>,
-    /// Reset all instances; the top instance then only with -t.
-    #[arg(short = 'a')]
-    pub all: bool,
-    /// Reset the top instance too.
-    #[arg(short = 't')]
-    pub top: bool,
+    /// The instances to reset.
+    #[command(flatten)]
+    pub select: InstanceSelection,
     /// Delete the selected instances (never the top one).
     #[arg(short = 'd')]
     pub delete: bool,
@@ -69,11 +63,11 @@ fn reset(fs: &Tracefs, inst: &Instance, buffer_kb: Option<u64>) -> Result<()> {
 
 /// Runs `tracer-cli reset`.
 pub fn run(args: Args) -> Result<()> {
-    if args.delete && args.instances.is_empty() && !args.all {
+    if args.delete && args.select.instances.is_empty() && !args.select.all {
         bail!("reset -d deletes instances: give -B INSTANCE or -a");
     }
     let fs = Tracefs::open()?;
-    for inst in selected(&fs, &args.instances, args.all, args.top)? {
+    for inst in args.select.select(&fs)? {
         reset(&fs, &inst, args.buffer_kb)?;
         if args.delete {
             if let Some(name) = inst.name() {

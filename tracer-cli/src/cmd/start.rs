@@ -1,7 +1,7 @@
 //! `tracer-cli start`: set tracing up the way `record` does and leave it
 //! running, without reading anything (read later with `extract` or `show`).
 
-use super::record::{pair_filters, setup, HeldChild, TraceOpts};
+use super::record::{pair_filters_of, setup, HeldChild, TraceOpts};
 use anyhow::Result;
 
 /// Arguments of `tracer-cli start`.
@@ -20,12 +20,7 @@ pub struct Args {
 
 /// Runs `tracer-cli start`.
 pub fn run(args: Args) -> Result<()> {
-    use clap::Args as _;
-    let pairs = pair_filters(
-        &args.trace,
-        "start",
-        Args::augment_args(clap::Command::new("start")),
-    )?;
+    let pairs = pair_filters_of::<Args>(&args.trace, "start")?;
     let mut child = if args.command.is_empty() {
         None
     } else {

@@ -23,7 +23,7 @@ use tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
 use tracefs::{signals, CpuStats};
 
 use super::record::{
-    collect_meta, pair_filters, setup, write_dat, HeldChild, MapsTracker, Session, TempFiles,
+    collect_meta, pair_filters_of, setup, write_dat, HeldChild, MapsTracker, Session, TempFiles,
     TraceOpts,
 };
 
@@ -251,12 +251,7 @@ impl tui::Live for LiveRec {
 }
 
 fn run_live(args: Args) -> Result<()> {
-    use clap::Args as _;
-    let pairs = pair_filters(
-        &args.trace,
-        "tui",
-        Args::augment_args(clap::Command::new("tui")),
-    )?;
+    let pairs = pair_filters_of::<Args>(&args.trace, "tui")?;
     let dir = std::env::temp_dir().join(format!("tracer-cli-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let res = live_in(&args, &pairs, &dir);
