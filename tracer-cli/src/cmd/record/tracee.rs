@@ -18,7 +18,7 @@
 //!
 //! Between those, the record loop polls the live processes of the tree too
 //! (see `MapsTracker::snapshot`). Everything is merged per process in a
-//! [`MapsStore`] (see [`super::merge_maps`] for the rule).
+//! [`MapsStore`] (see [`super::maps::merge_maps`] for the rule).
 //!
 //! The command must behave as without tracing: a signal-delivery stop is
 //! resumed with the same signal, a group-stop (SIGSTOP, SIGTSTP, ...) is

@@ -1,0 +1,612 @@
+//! PROCMAPS collection: the merge rule of snapshots of one process
+//! ([`merge_maps`]), the store they are merged into ([`MapsStore`]), the
+//! poller of `-P` pids, their descendants and the processes seen in the
+//! data ([`MapsTracker`]), and the scan of new pages for those processes
+//! ([`StackPidScanner`]).
+
+use anyhow::{Context, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use tracedata::writer::{LibMap, ProcMap};
+use tracefs::Tracefs;
+
+/// Merges a snapshot of one process's maps into what is known of it.
+///
+/// PROCMAPS holds one entry per pid, so everything seen of a process is
+/// folded into one map: the union of the mappings of all its snapshots
+/// (libraries loaded and unloaded between two snapshots, the images before
+/// and after an exec). Where two snapshots disagree about an address range
+/// the newer one wins: its mappings are kept whole and the older mappings
+/// that overlap any of them are dropped. So the image in effect at the end
+/// (e.g. `ls` after `sh` exec'd it) is exact, and the earlier images fill
+/// only the address ranges the later one does not use. The comm is the
+/// newest non-empty one.
+///
+/// `newer` says which of the two is the more recent snapshot (a poll can
+/// finish after a later exec snapshot was already merged).
+pub(crate) fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
+    let overlaps = |a: &LibMap, b: &LibMap| a.start < b.end && b.start < a.end;
+    let (mut keep, old) = if newer {
+        if !snap.comm.is_empty() {
+            known.comm = snap.comm;
+        }
+        (snap.maps, std::mem::take(&mut known.maps))
+    } else {
+        if known.comm.is_empty() {
+            known.comm = snap.comm;
+        }
+        (std::mem::take(&mut known.maps), snap.maps)
+    };
+    let fixed = keep.len();
+    for m in old {
+        if !keep[..fixed].iter().any(|k| overlaps(k, &m)) {
+            keep.push(m);
+        }
+    }
+    keep.sort_by_key(|m| m.start);
+    known.maps = keep;
+}
+
+/// What is known of one process's maps.
+struct MapsEntry {
+    /// All its snapshots merged.
+    merged: ProcMap,
+    /// The newest snapshot alone, and when it was taken.
+    last: ProcMap,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct MapsState {
+    /// Maps per tgid.
+    maps: BTreeMap<u32, MapsEntry>,
+    /// Processes of the ptrace'd command tree (ever seen).
+    traced: HashSet<u32>,
+    /// Processes of the ptrace'd command tree still alive: polled too, to
+    /// catch mappings made and removed between their exec and exit.
+    traced_live: HashSet<u32>,
+}
+
+/// The process maps gathered during one recording, shared between the
+/// poller ([`MapsTracker`]) and the ptrace thread of the traced command
+/// ([`TracedCommand`]); snapshots are merged per process with
+/// [`merge_maps`].
+#[derive(Clone, Default)]
+pub(crate) struct MapsStore(Arc<Mutex<MapsState>>);
+
+impl MapsStore {
+    fn lock(&self) -> std::sync::MutexGuard<'_, MapsState> {
+        // A panic elsewhere while holding the lock leaves valid data.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Merges a snapshot taken at `taken` (empty ones are ignored: a zombie
+    /// or kernel thread has no maps).
+    pub fn add(&self, snap: ProcMap, taken: Instant) {
+        if snap.maps.is_empty() {
+            return;
+        }
+        let mut st = self.lock();
+        match st.maps.get_mut(&snap.pid) {
+            Some(e) => {
+                let newer = taken >= e.at;
+                if newer {
+                    e.last = snap.clone();
+                    e.at = taken;
+                }
+                merge_maps(&mut e.merged, snap, newer);
+            }
+            None => {
+                st.maps.insert(
+                    snap.pid,
+                    MapsEntry {
+                        merged: snap.clone(),
+                        last: snap,
+                        at: taken,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Reads `/proc/TGID/{comm,maps}` now and merges it.
+    pub fn read(&self, tgid: u32) -> bool {
+        let taken = Instant::now();
+        match ProcMap::read_proc(tgid) {
+            Ok(m) if !m.maps.is_empty() => {
+                self.add(m, taken);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// A forked child starts with its parent's mappings: the parent's
+    /// newest snapshot (not its merged history: the child never ran the
+    /// parent's earlier images) serves for the child's stacks until it
+    /// execs, as an older snapshot than any of the child's own.
+    ///
+    /// The child may have been seen already (its first stop can be handled
+    /// before the parent's fork event, and it may have exec'd since): then
+    /// the parent's image only fills the ranges its own snapshots leave free.
+    pub fn inherit(&self, child: u32, parent: u32) {
+        let mut st = self.lock();
+        let Some(p) = st.maps.get(&parent) else {
+            return;
+        };
+        let mut m = p.last.clone();
+        m.pid = child;
+        let at = p.at;
+        match st.maps.get_mut(&child) {
+            Some(e) => merge_maps(&mut e.merged, m, false),
+            None => {
+                st.maps.insert(
+                    child,
+                    MapsEntry {
+                        merged: m.clone(),
+                        last: m,
+                        at,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Notes that `tgid` belongs to the ptrace'd tree and whether it is alive.
+    pub fn set_traced(&self, tgid: u32, alive: bool) {
+        let mut st = self.lock();
+        st.traced.insert(tgid);
+        if alive {
+            st.traced_live.insert(tgid);
+        } else {
+            st.traced_live.remove(&tgid);
+        }
+    }
+
+    /// True when `tgid` is (or was) in the ptrace'd tree.
+    pub fn is_traced(&self, tgid: u32) -> bool {
+        self.lock().traced.contains(&tgid)
+    }
+
+    fn traced_live(&self) -> Vec<u32> {
+        self.lock().traced_live.iter().copied().collect()
+    }
+
+    /// The merged maps, by pid.
+    pub fn maps(&self) -> Vec<ProcMap> {
+        self.lock()
+            .maps
+            .values()
+            .map(|e| e.merged.clone())
+            .collect()
+    }
+}
+
+/// Polls `/proc/PID/maps` of the processes whose user stacks may be in the
+/// trace: the -P pids and their descendants (found by scanning /proc), the
+/// processes seen with user stacks in the data, and the live processes of
+/// a ptrace'd command (whose execs and exits [`TracedCommand`] snapshots
+/// itself). Every snapshot is merged into a [`MapsStore`].
+#[derive(Default)]
+pub(crate) struct MapsTracker {
+    roots: Vec<u32>,
+    pids: HashSet<u32>,
+    /// Processes seen with user stacks in the recorded data (tgids); their
+    /// maps are read when first seen and once more at the end.
+    seen: HashSet<u32>,
+    store: MapsStore,
+}
+
+fn tgid_of(pid: u32) -> Option<u32> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+impl MapsTracker {
+    /// Tracks `roots` (polled, with their descendants).
+    pub fn new(roots: Vec<u32>) -> MapsTracker {
+        MapsTracker::with_store(roots, MapsStore::default())
+    }
+
+    /// Like [`MapsTracker::new`], merging into `store` (shared with a
+    /// [`TracedCommand`]).
+    pub fn with_store(roots: Vec<u32>, store: MapsStore) -> MapsTracker {
+        let pids = roots.iter().copied().collect();
+        MapsTracker {
+            roots,
+            pids,
+            seen: HashSet::new(),
+            store,
+        }
+    }
+
+    /// Adds the descendants of the roots (scans /proc for parent pids).
+    pub fn scan_children(&mut self) {
+        if self.roots.is_empty() {
+            return;
+        }
+        let Ok(rd) = std::fs::read_dir("/proc") else {
+            return;
+        };
+        let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
+        for ent in rd.flatten() {
+            let Some(pid) = ent.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+                continue;
+            };
+            if let Some(ppid) = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse::<u32>().ok())
+            {
+                children.entry(ppid).or_default().push(pid);
+            }
+        }
+        let mut todo: Vec<u32> = self.pids.iter().copied().collect();
+        while let Some(p) = todo.pop() {
+            for &c in children.get(&p).into_iter().flatten() {
+                if self.pids.insert(c) {
+                    todo.push(c);
+                }
+            }
+        }
+    }
+
+    /// Reads the maps of every tracked process that is still alive.
+    pub fn snapshot(&mut self) {
+        let pids: Vec<u32> = self.pids.iter().copied().collect();
+        for pid in pids {
+            match tgid_of(pid) {
+                Some(tgid) => {
+                    self.store.read(tgid);
+                }
+                // Gone: keep its last maps, stop looking (and never look
+                // again at a recycled pid that is not a descendant).
+                None if !self.roots.contains(&pid) => {
+                    self.pids.remove(&pid);
+                }
+                None => {}
+            }
+        }
+        for tgid in self.store.traced_live() {
+            self.store.read(tgid);
+        }
+    }
+
+    /// Adds a task seen with a user stack in the trace and reads its
+    /// process's maps right away (before it can exit).
+    pub fn add_seen(&mut self, pid: u32) {
+        if pid == 0 || self.pids.contains(&pid) {
+            return;
+        }
+        let Some(tgid) = tgid_of(pid) else { return };
+        // The ptrace'd tree is snapshotted at its execs and exits already.
+        if self.store.is_traced(tgid) {
+            return;
+        }
+        if self.seen.insert(tgid) {
+            self.store.read(tgid);
+        }
+    }
+
+    /// Reads the maps of the processes seen in the trace once more (those
+    /// still alive), to catch libraries loaded since they were first seen.
+    pub fn refresh_seen(&mut self) {
+        for &tgid in &self.seen {
+            self.store.read(tgid);
+        }
+    }
+
+    /// The merged maps of every process seen.
+    pub fn into_maps(self) -> Vec<ProcMap> {
+        self.store.maps()
+    }
+}
+
+/// Finds the tasks that have user stacks in the data recorded so far, by
+/// reading back the new whole pages of the per-CPU files (from the page
+/// cache; this side path does not slow the splice path down) and looking
+/// at the `user_stack` / `user_unwind_*` events.
+pub(crate) struct StackPidScanner {
+    files: Vec<(File, u64)>,
+    ids: HashSet<u16>,
+    header: tracedata::header::HeaderPage,
+    page_size: u64,
+}
+
+impl StackPidScanner {
+    /// `None` when the kernel has none of the stack events.
+    pub fn new(
+        fs: &Tracefs,
+        page_size: usize,
+        paths: &[(u32, PathBuf)],
+    ) -> Result<Option<StackPidScanner>> {
+        let mut ids = HashSet::new();
+        for name in ["user_stack", "user_unwind_stack", "user_unwind_cookie"] {
+            if let Ok(f) = fs.event_format("ftrace", name) {
+                if let Some(id) = f
+                    .lines()
+                    .find_map(|l| l.strip_prefix("ID:"))
+                    .and_then(|v| v.trim().parse().ok())
+                {
+                    ids.insert(id);
+                }
+            }
+        }
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let header = tracedata::header::HeaderPage::parse(&fs.header_page()?)?;
+        let mut files = Vec::new();
+        for (_, p) in paths {
+            files.push((
+                File::open(p).with_context(|| format!("cannot open {}", p.display()))?,
+                0,
+            ));
+        }
+        Ok(Some(StackPidScanner {
+            files,
+            ids,
+            header,
+            page_size: page_size as u64,
+        }))
+    }
+
+    /// Scans the pages written since the last call; returns the pids found.
+    pub fn scan(&mut self) -> HashSet<u32> {
+        use std::os::unix::fs::FileExt;
+        let mut pids = HashSet::new();
+        let mut buf = vec![0u8; (self.page_size as usize) * 64];
+        for (file, done) in &mut self.files {
+            let Ok(len) = file.metadata().map(|m| m.len()) else {
+                continue;
+            };
+            let end = len - len % self.page_size;
+            while *done < end {
+                let want = ((end - *done) as usize).min(buf.len());
+                let Ok(n) = file.read_at(&mut buf[..want], *done) else {
+                    break;
+                };
+                let n = n - n % self.page_size as usize;
+                if n == 0 {
+                    break;
+                }
+                for page in buf[..n].chunks(self.page_size as usize) {
+                    let Ok(p) = tracedata::page::Page::new(page, &self.header) else {
+                        continue;
+                    };
+                    for (_, data) in p.events().flatten() {
+                        if data.len() >= 8
+                            && self.ids.contains(&u16::from_le_bytes([data[0], data[1]]))
+                        {
+                            let pid = i32::from_le_bytes([data[4], data[5], data[6], data[7]]);
+                            if pid > 0 {
+                                pids.insert(pid as u32);
+                            }
+                        }
+                    }
+                }
+                *done += n as u64;
+            }
+        }
+        pids
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn payload(id: u16, pid: i32) -> Vec<u8> {
+        let mut p = vec![0u8; 16];
+        p[0..2].copy_from_slice(&id.to_le_bytes());
+        p[4..8].copy_from_slice(&pid.to_le_bytes());
+        p
+    }
+
+    #[test]
+    fn stack_pid_scanner_finds_user_stack_tasks_in_new_pages_only() {
+        use tracedata::page::build::PageBuilder;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tracefs");
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put(
+            "events/header_page",
+            "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+             \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+             \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+             \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n",
+        );
+        put(
+            "events/ftrace/user_stack/format",
+            "name: user_stack\nID: 12\n",
+        );
+        put(
+            "events/ftrace/kernel_stack/format",
+            "name: kernel_stack\nID: 4\n",
+        );
+        let fs = Tracefs::at(&root).unwrap();
+        let data = dir.path().join("cpu0");
+        std::fs::write(&data, b"").unwrap();
+        let mut sc = StackPidScanner::new(&fs, 4096, &[(0, data.clone())])
+            .unwrap()
+            .unwrap();
+        assert!(sc.scan().is_empty());
+
+        let page = |events: &[(u16, i32)]| {
+            let mut b = PageBuilder::new(1000);
+            for &(id, pid) in events {
+                b = b.event(1, &payload(id, pid), false);
+            }
+            b.finish(4096).unwrap()
+        };
+        let mut bytes = page(&[(300, 7), (12, 42), (4, 43), (12, 42)]);
+        bytes.extend(page(&[(12, 99)]));
+        std::fs::write(&data, &bytes).unwrap();
+        let got: std::collections::BTreeSet<u32> = sc.scan().into_iter().collect();
+        assert_eq!(got, [42, 99].into_iter().collect());
+        // A partial page at the end is left for later; old pages are not read again.
+        bytes.extend(page(&[(12, 5)]));
+        bytes.extend_from_slice(&page(&[(12, 6)])[..100]);
+        std::fs::write(&data, &bytes).unwrap();
+        let got: Vec<u32> = sc.scan().into_iter().collect();
+        assert_eq!(got, vec![5]);
+    }
+
+    fn pm(pid: u32, comm: &str, maps: &[(u64, u64, &str)]) -> ProcMap {
+        ProcMap {
+            pid,
+            comm: comm.into(),
+            maps: maps
+                .iter()
+                .map(|&(start, end, path)| LibMap {
+                    start,
+                    end,
+                    path: path.into(),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_newer_snapshot_wins_where_ranges_overlap_and_the_rest_is_kept() {
+        // sh forked, then exec'd ls: ls's libc lands over sh's libc, sh's
+        // binary range stays free.
+        let mut known = pm(
+            7,
+            "sh",
+            &[
+                (0x1000, 0x3000, "/usr/bin/dash"),
+                (0x10000, 0x20000, "/lib/libc.so.6"),
+            ],
+        );
+        let ls = pm(
+            7,
+            "ls",
+            &[
+                (0x5000, 0x6000, "/usr/bin/ls"),
+                (0x18000, 0x28000, "/lib/libc.so.6"),
+            ],
+        );
+        merge_maps(&mut known, ls.clone(), true);
+        assert_eq!(
+            known,
+            pm(
+                7,
+                "ls",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x5000, 0x6000, "/usr/bin/ls"),
+                    (0x18000, 0x28000, "/lib/libc.so.6"),
+                ]
+            )
+        );
+        // The same sh snapshot arriving late (a poll that started before
+        // the exec) changes nothing that the newer one covers.
+        let mut late = ls.clone();
+        merge_maps(
+            &mut late,
+            pm(
+                7,
+                "sh",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x10000, 0x20000, "/lib/libc.so.6"),
+                    (0x40000, 0x41000, "/lib/libdl.so"),
+                ],
+            ),
+            false,
+        );
+        assert_eq!(
+            late,
+            pm(
+                7,
+                "ls",
+                &[
+                    (0x1000, 0x3000, "/usr/bin/dash"),
+                    (0x5000, 0x6000, "/usr/bin/ls"),
+                    (0x18000, 0x28000, "/lib/libc.so.6"),
+                    (0x40000, 0x41000, "/lib/libdl.so"),
+                ]
+            )
+        );
+        // A library unloaded since the last snapshot stays (its addresses
+        // may be in earlier stacks); touching ranges do not overlap.
+        let mut k = pm(
+            1,
+            "a",
+            &[(0x1000, 0x2000, "/x"), (0x2000, 0x3000, "/plugin")],
+        );
+        merge_maps(&mut k, pm(1, "", &[(0x1000, 0x2000, "/x")]), true);
+        assert_eq!(
+            k,
+            pm(
+                1,
+                "a",
+                &[(0x1000, 0x2000, "/x"), (0x2000, 0x3000, "/plugin")]
+            )
+        );
+    }
+
+    #[test]
+    fn the_store_merges_by_time_taken_and_forks_inherit() {
+        let store = MapsStore::default();
+        let t0 = Instant::now();
+        let t1 = t0 + Duration::from_millis(5);
+        // pid 5 was the recorder's copy before exec'ing sh: a child of sh
+        // inherits sh's image only.
+        store.add(pm(5, "rec", &[(0x9000, 0xa000, "/rec")]), t0);
+        store.add(pm(5, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
+        store.inherit(6, 5);
+        store.add(pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]), t1);
+        // Older than what pid 6 has: only fills free ranges.
+        store.add(pm(6, "sh", &[(0x1000, 0x2000, "/bin/sh")]), t0);
+        // Empty snapshots (zombies) are ignored; inheriting again only
+        // fills free ranges.
+        store.add(pm(6, "zombie", &[]), t1 + Duration::from_millis(1));
+        store.inherit(6, 5);
+        assert_eq!(
+            store.maps(),
+            vec![
+                pm(
+                    5,
+                    "sh",
+                    &[(0x1000, 0x2000, "/bin/sh"), (0x9000, 0xa000, "/rec")]
+                ),
+                pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]),
+            ]
+        );
+        store.add(pm(5, "sh", &[(0x3000, 0x4000, "/lib/libc")]), t1);
+        store.inherit(6, 5);
+        assert_eq!(
+            store.maps()[1],
+            pm(
+                6,
+                "ls",
+                &[(0x1800, 0x2800, "/bin/ls"), (0x3000, 0x4000, "/lib/libc")]
+            )
+        );
+        store.set_traced(6, true);
+        assert!(store.is_traced(6) && !store.is_traced(5));
+        assert_eq!(store.traced_live(), vec![6]);
+        store.set_traced(6, false);
+        assert!(store.is_traced(6));
+        assert!(store.traced_live().is_empty());
+    }
+}
