@@ -36,7 +36,8 @@ pub const SECTION_FLAG_COMPRESSED: u16 = 1;
 /// Size of a v7 section header: u16 id, u16 flags, u32 string id, u64 size.
 pub const SECTION_HEADER_SIZE: usize = 16;
 
-/// Option ids (and, for 16..=21, the v7 section ids they point to).
+/// Option ids (and, for 16..=21, the v7 section ids they point to; see
+/// [`section`]).
 pub mod option {
     /// End of an options block; in v7 its u64 data is the next options section.
     pub const DONE: u16 = 0;
@@ -92,28 +93,18 @@ pub mod option {
     pub const MODULES_FILE: u16 = 25;
 }
 
-/// v7 section ids (the options section and the metadata sections).
+/// v7 section ids: the options section (id 0), and the flyrecord, latency
+/// and metadata sections, which carry the id of the option that points at
+/// them (BUFFER, BUFFER_TEXT, STRINGS, HEADER_INFO (header_page +
+/// header_event), FTRACE_EVENTS, EVENT_FORMATS (by system), KALLSYMS,
+/// PRINTK and CMDLINES).
 pub mod section {
+    pub use super::option::{
+        BUFFER, BUFFER_TEXT, CMDLINES, EVENT_FORMATS, FTRACE_EVENTS, HEADER_INFO, KALLSYMS, PRINTK,
+        STRINGS,
+    };
     /// An options section.
     pub const OPTIONS: u16 = 0;
-    /// Flyrecord data of one buffer (same id as the BUFFER option).
-    pub const BUFFER: u16 = 3;
-    /// Latency data of one buffer.
-    pub const BUFFER_TEXT: u16 = 22;
-    /// header_page + header_event.
-    pub const HEADER_INFO: u16 = 16;
-    /// ftrace event formats.
-    pub const FTRACE_EVENTS: u16 = 17;
-    /// Other event formats, by system.
-    pub const EVENT_FORMATS: u16 = 18;
-    /// /proc/kallsyms.
-    pub const KALLSYMS: u16 = 19;
-    /// printk_formats.
-    pub const PRINTK: u16 = 20;
-    /// saved_cmdlines.
-    pub const CMDLINES: u16 = 21;
-    /// Strings (section descriptions).
-    pub const STRINGS: u16 = 15;
 }
 
 /// Ring-buffer page constants.
