@@ -200,7 +200,8 @@ pub(crate) struct MapsTracker {
     store: MapsStore,
 }
 
-fn tgid_of(pid: u32) -> Option<u32> {
+/// The thread group (process) of task `pid`, from `/proc/PID/status`.
+pub(super) fn tgid_of(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()

@@ -257,11 +257,7 @@ fn wait_any() -> Option<(i32, i32)> {
 }
 
 fn read_tgid(tid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
+    super::maps::tgid_of(u32::try_from(tid).ok()?).and_then(|t| i32::try_from(t).ok())
 }
 
 /// The state of the ptrace thread.
