@@ -23,7 +23,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tracedata::{Item, TraceFile};
+use tracedata::format::EventFormat;
+use tracedata::{Item, Record, TraceFile};
 
 /// Test program: N1 getppid and N2 writes to /dev/null in the main thread,
 /// N3 getppid in a thread named `ustk_worker`; then it writes
@@ -139,6 +140,35 @@ fn inst_name(tag: &str) -> String {
     format!("hostrec_{tag}_{}", std::process::id())
 }
 
+/// `tracer-cli record -q -B instance`, for more arguments to be added.
+fn record_quiet(instance: &str) -> Command {
+    let mut cmd = tracer_cli();
+    cmd.args(["record", "-q", "-B", instance]);
+    cmd
+}
+
+/// Stops `record` as Ctrl-C does and waits for it.
+fn interrupt(record: std::process::Child) -> std::process::Output {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(record.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    record.wait_with_output().unwrap()
+}
+
+/// Calls `f` with each event of `buffer` in `tf` and its format; an
+/// unreadable record or an event without a format fails the test.
+fn each_event(tf: &TraceFile, buffer: &str, mut f: impl FnMut(&EventFormat, &Record<'_>)) {
+    let buf = tf.buffer(buffer).unwrap();
+    for item in tf.records(buf) {
+        let Item::Event(r) = item.unwrap() else {
+            continue;
+        };
+        f(tf.formats().of(&r).unwrap(), &r);
+    }
+}
+
 fn stdout_of(cmd: &mut Command) -> (String, String) {
     let out = run_ok(cmd);
     (
@@ -199,19 +229,8 @@ fn record_counts_every_syscall_of_a_program_with_stacks() {
     let (n_main, n_write, n_thread) = (1000u64, 300u64, 700u64);
 
     run_ok(
-        tracer_cli()
-            .args([
-                "record",
-                "-q",
-                "-B",
-                &name,
-                "-e",
-                "sched:sched_switch",
-                "-e",
-                "syscalls",
-                "-F",
-                "-T",
-            ])
+        record_quiet(&name)
+            .args(["-e", "sched:sched_switch", "-e", "syscalls", "-F", "-T"])
             .args(["--user-stacks", "sync", "-b", "8192", "-o"])
             .arg(&out)
             .arg(&probe)
@@ -306,30 +325,10 @@ fn record_counts_every_syscall_of_a_program_with_stacks() {
     // PROCMAPS has the program's map, and the innermost user frame of the
     // worker's getppid calls lies in a mapped file.
     let maps = tf.procmaps().expect("PROCMAPS option present");
-    let mut lines = maps.lines();
-    let mut ranges = Vec::new();
-    let mut found = false;
-    while let Some(h) = lines.next() {
-        let mut it = h.split_whitespace();
-        let (Some(p), Some(n)) = (it.next(), it.next()) else {
-            continue;
-        };
-        let (p, n) = (
-            u64::from_str_radix(p, 16).unwrap(),
-            usize::from_str_radix(n, 16).unwrap(),
-        );
-        for _ in 0..n {
-            let l = lines.next().unwrap();
-            if p == pid {
-                let mut f = l.split_whitespace();
-                let s = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
-                let e = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
-                ranges.push((s, e, f.next().unwrap().to_string()));
-            }
-        }
-        found |= p == pid;
-    }
-    assert!(found, "no PROCMAPS entry for pid {pid}:\n{maps}");
+    let by_pid = parse_procmaps(&maps);
+    let (_, ranges) = by_pid
+        .get(&pid)
+        .unwrap_or_else(|| panic!("no PROCMAPS entry for pid {pid}:\n{maps}"));
     assert!(
         ranges.iter().any(|(_, _, p)| p == probe.to_str().unwrap()),
         "{ranges:?}"
@@ -368,15 +367,8 @@ fn record_writes_version_6_and_uncompressed_7_that_trace_cmd_reads() {
     {
         let out = dir.path().join(format!("v{i}.dat"));
         run_ok(
-            tracer_cli()
-                .args([
-                    "record",
-                    "-q",
-                    "-B",
-                    &inst_name(&format!("ver{i}")),
-                    "-e",
-                    "sched:sched_switch",
-                ])
+            record_quiet(&inst_name(&format!("ver{i}")))
+                .args(["-e", "sched:sched_switch"])
                 .args(["-e", "syscalls:sys_enter_getppid", "-o"])
                 .arg(&out)
                 .args(extra)
@@ -499,19 +491,8 @@ fn forced_drops_agree_with_kernel_stats() {
     // sys_exit_getppid records are 28 bytes: a full page leaves room for the
     // stored lost count, so every loss has a number.
     run_ok(
-        tracer_cli()
-            .args([
-                "record",
-                "-q",
-                "-B",
-                &name,
-                "-e",
-                "syscalls:sys_exit_getppid",
-                "-F",
-                "-b",
-                "4",
-                "-o",
-            ])
+        record_quiet(&name)
+            .args(["-e", "syscalls:sys_exit_getppid", "-F", "-b", "4", "-o"])
             .arg(&out)
             .arg(&load)
             .arg("400"),
@@ -629,17 +610,8 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
     let top_before = snapshot(&fs.top(), &events);
 
     let out = dir.path().join("sig.dat");
-    let child = tracer_cli()
-        .args([
-            "record",
-            "-q",
-            "-B",
-            &name,
-            "-e",
-            "sched:sched_switch",
-            "-f",
-            "prev_pid != 0",
-        ])
+    let child = record_quiet(&name)
+        .args(["-e", "sched:sched_switch", "-f", "prev_pid != 0"])
         .args(["--user-stacks", "sync", "-b", "64", "-C", "mono", "-o"])
         .arg(&out)
         .stderr(std::process::Stdio::piped())
@@ -695,17 +667,8 @@ fn deferred_user_stacks_need_the_patched_kernel() {
     let Some(fs) = host(false) else { return };
     let has = fs.top().has_option("userstacktrace_delay");
     let name = inst_name("deferred");
-    let out = tracer_cli()
-        .args([
-            "record",
-            "-q",
-            "-B",
-            &name,
-            "-e",
-            "sched:sched_switch",
-            "--user-stacks",
-            "deferred",
-        ])
+    let out = record_quiet(&name)
+        .args(["-e", "sched:sched_switch", "--user-stacks", "deferred"])
         .args(["-o", "/dev/null", "--", "true"])
         .output()
         .unwrap();
@@ -723,19 +686,8 @@ fn deferred_user_stacks_need_the_patched_kernel() {
 
     // The tracer of the patches, by name.
     let tracers = fs.available_tracers().unwrap();
-    let out = tracer_cli()
-        .args([
-            "record",
-            "-q",
-            "-B",
-            &name,
-            "-p",
-            "user_unwind",
-            "-o",
-            "/dev/null",
-            "--",
-            "true",
-        ])
+    let out = record_quiet(&name)
+        .args(["-p", "user_unwind", "-o", "/dev/null", "--", "true"])
         .output()
         .unwrap();
     if !tracers.iter().any(|t| t == "user_unwind") {
@@ -760,12 +712,8 @@ fn record_with_pid_filter_traces_only_that_process() {
     let tpid = target.id();
     let name = inst_name("pid");
     let out = dir.path().join("pid.dat");
-    let rec = tracer_cli()
+    let rec = record_quiet(&name)
         .args([
-            "record",
-            "-q",
-            "-B",
-            &name,
             "-e",
             "syscalls:sys_enter_getppid",
             "-e",
@@ -782,12 +730,7 @@ fn record_with_pid_filter_traces_only_that_process() {
             .unwrap_or(false)
     });
     std::thread::sleep(Duration::from_millis(500));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(rec.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let st = rec.wait_with_output().unwrap();
+    let st = interrupt(rec);
     assert!(
         st.status.success(),
         "{}",
@@ -798,14 +741,8 @@ fn record_with_pid_filter_traces_only_that_process() {
     assert!(fs.instance(&name).is_err(), "instance left behind");
 
     let tf = TraceFile::open(&out).unwrap();
-    let buf = tf.buffer(&name).unwrap();
-    let f = tf.formats();
     let mut getppid = 0;
-    for item in tf.records(buf) {
-        let Item::Event(r) = item.unwrap() else {
-            continue;
-        };
-        let fmt = f.of(&r).unwrap();
+    each_event(&tf, &name, |fmt, r| {
         match fmt.name.as_str() {
             "sys_enter_getppid" => {
                 assert_eq!(r.common_pid(), Some(tpid as i32), "getppid of another task");
@@ -822,7 +759,7 @@ fn record_with_pid_filter_traces_only_that_process() {
             }
             _ => {}
         }
-    }
+    });
     // 100 calls per ~1 ms loop for 0.5 s: far more than 1000.
     assert!(getppid > 1000, "only {getppid} getppid events");
     let maps = tf.procmaps().unwrap_or_default();
@@ -838,16 +775,8 @@ fn a_command_that_cannot_run_is_one_clear_error_and_restores() {
     let Some(fs) = host(false) else { return };
     let dir = tempfile::tempdir().unwrap();
     let name = inst_name("noexec");
-    let out = tracer_cli()
-        .args([
-            "record",
-            "-q",
-            "-B",
-            &name,
-            "-e",
-            "sched:sched_switch",
-            "-o",
-        ])
+    let out = record_quiet(&name)
+        .args(["-e", "sched:sched_switch", "-o"])
         .arg(dir.path().join("x.dat"))
         .args(["--", "/nonexistent/ustk-program", "arg"])
         .output()
@@ -867,15 +796,8 @@ fn the_command_runs_with_default_signal_state() {
     let Some(_fs) = host(false) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = run_ok(
-        tracer_cli()
-            .args([
-                "record",
-                "-q",
-                "-B",
-                &inst_name("sigstate"),
-                "-e",
-                "sched:sched_process_exit",
-            ])
+        record_quiet(&inst_name("sigstate"))
+            .args(["-e", "sched:sched_process_exit"])
             .arg("-o")
             .arg(dir.path().join("s.dat"))
             .args([
@@ -921,7 +843,7 @@ fn parse_procmaps(text: &str) -> Maps {
             continue;
         };
         let (Ok(p), Ok(n)) = (u64::from_str_radix(p, 16), usize::from_str_radix(n, 16)) else {
-            continue;
+            panic!("bad PROCMAPS entry header {h:?}");
         };
         assert!(!out.contains_key(&p), "two PROCMAPS entries for pid {p}");
         let e = out.entry(p).or_default();
@@ -964,33 +886,25 @@ fn ptrace_saves_the_maps_of_short_lived_children() {
             ]),
     );
     let tf = TraceFile::open(&out).unwrap();
-    let buf = tf.buffer(&name).unwrap();
-    let f = tf.formats();
     // pid -> exec'd file, and the user stack addresses by pid.
     let mut execs: Vec<(u64, String)> = Vec::new();
     let mut stacks: HashMap<u64, Vec<u64>> = HashMap::new();
-    for item in tf.records(buf) {
-        let Item::Event(r) = item.unwrap() else {
-            continue;
-        };
-        let fmt = f.of(&r).unwrap();
-        match fmt.name.as_str() {
-            "sched_process_exec" => execs.push((
-                r.i64_field(fmt, "pid").unwrap() as u64,
-                r.str_field(fmt, "filename").unwrap().into_owned(),
-            )),
-            "user_stack" => stacks
-                .entry(r.common_pid().unwrap() as u64)
-                .or_default()
-                .extend(
-                    r.u64_array_field(fmt, "caller")
-                        .unwrap()
-                        .into_iter()
-                        .filter(|&a| a != 0),
-                ),
-            _ => {}
-        }
-    }
+    each_event(&tf, &name, |fmt, r| match fmt.name.as_str() {
+        "sched_process_exec" => execs.push((
+            r.i64_field(fmt, "pid").unwrap() as u64,
+            r.str_field(fmt, "filename").unwrap().into_owned(),
+        )),
+        "user_stack" => stacks
+            .entry(r.common_pid().unwrap() as u64)
+            .or_default()
+            .extend(
+                r.u64_array_field(fmt, "caller")
+                    .unwrap()
+                    .into_iter()
+                    .filter(|&a| a != 0),
+            ),
+        _ => {}
+    });
     // sh itself, then ls, cat, cat, date (echo and true are builtins).
     let comms: Vec<String> = execs
         .iter()
@@ -1127,8 +1041,8 @@ fn sigint_stops_record_with_a_ptraced_command() {
     let pidfile = dir.path().join("pid");
     let out = dir.path().join("int.dat");
     let name = inst_name("intptrace");
-    let rec = tracer_cli()
-        .args(["record", "-q", "-B", &name, "-F"])
+    let rec = record_quiet(&name)
+        .args(["-F"])
         .args(["-e", "syscalls:sys_enter_nanosleep", "-o"])
         .arg(&out)
         .args(["--", "sh", "-c"])
@@ -1163,12 +1077,7 @@ fn sigint_stops_record_with_a_ptraced_command() {
         rec.id()
     );
     std::thread::sleep(Duration::from_millis(200));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(rec.id() as i32),
-        nix::sys::signal::Signal::SIGINT,
-    )
-    .unwrap();
-    let st = rec.wait_with_output().unwrap();
+    let st = interrupt(rec);
     let sleeper = nix::unistd::Pid::from_raw(pid);
     let (tracer, state) = (status(pid, "TracerPid:"), status(pid, "State:"));
     let _ = nix::sys::signal::kill(sleeper, nix::sys::signal::Signal::SIGKILL);
