@@ -177,22 +177,37 @@ fn setup(tag: &str) -> Setup {
     }
 }
 
-const ALL_FORMATS: [(FileVersion, Compression, &str); 3] = [
-    (FileVersion::V7, Compression::None, "v7none"),
-    (FileVersion::V7, Compression::Zstd, "v7zstd"),
-    (FileVersion::V6, Compression::None, "v6"),
+/// Every format the writer writes, with a tag for file names and messages.
+const ALL_FORMATS: [(WriteOptions, &str); 3] = [
+    (
+        WriteOptions {
+            version: FileVersion::V7,
+            compression: Compression::None,
+        },
+        "v7none",
+    ),
+    (
+        WriteOptions {
+            version: FileVersion::V7,
+            compression: Compression::Zstd,
+        },
+        "v7zstd",
+    ),
+    (
+        WriteOptions {
+            version: FileVersion::V6,
+            compression: Compression::None,
+        },
+        "v6",
+    ),
 ];
 
 #[test]
 fn reader_gets_back_everything() {
     let s = setup("reader");
     let m = meta();
-    for (version, compression, tag) in ALL_FORMATS {
+    for (opts, tag) in ALL_FORMATS {
         let path = s.dir.join(format!("{tag}.dat"));
-        let opts = WriteOptions {
-            version,
-            compression,
-        };
         let summary = write_trace_dat(&path, &m, &s.buffers, &opts).unwrap();
         assert_eq!(
             summary.file_size,
@@ -205,12 +220,12 @@ fn reader_gets_back_everything() {
         assert_eq!(pages, [25, 0, 1], "{tag}");
 
         let t = TraceFile::open(&path).unwrap_or_else(|e| panic!("{tag}: {e}"));
-        assert_eq!(t.version(), version.number(), "{tag}");
+        assert_eq!(t.version(), opts.version.number(), "{tag}");
         assert_eq!(t.page_size(), PAGE);
         assert_eq!(t.long_size(), 8);
         assert_eq!(t.cpu_count(), 3, "{tag}");
-        let want_comp = match compression {
-            Compression::None if version == FileVersion::V6 => None,
+        let want_comp = match opts.compression {
+            Compression::None if opts.version == FileVersion::V6 => None,
             c => Some(c.name()),
         };
         assert_eq!(t.compression().map(|c| c.0), want_comp, "{tag}");
@@ -305,6 +320,24 @@ fn trace_cmd_available() -> bool {
     Command::new("trace-cmd").arg("-h").output().is_ok()
 }
 
+/// Runs `trace-cmd ARGS -i path`, which must succeed and print nothing on
+/// stderr; returns its stdout.
+fn trace_cmd_quiet(args: &[&str], path: &Path, tag: &str) -> Vec<u8> {
+    let out = Command::new("trace-cmd")
+        .args(args)
+        .arg("-i")
+        .arg(path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stderr.is_empty(),
+        "{tag}: trace-cmd {args:?}: {:?} stderr:\n{stderr}",
+        out.status
+    );
+    out.stdout
+}
+
 #[test]
 fn trace_cmd_report_reads_every_event() {
     if !trace_cmd_available() {
@@ -317,40 +350,14 @@ fn trace_cmd_report_reads_every_event() {
     let s = setup("report");
     let m = meta();
     let mut first: Option<String> = None;
-    for (version, compression, tag) in ALL_FORMATS {
+    for (opts, tag) in ALL_FORMATS {
         let path = s.dir.join(format!("{tag}.dat"));
-        let opts = WriteOptions {
-            version,
-            compression,
-        };
         write_trace_dat(&path, &m, &s.buffers, &opts).unwrap();
-        let out = Command::new("trace-cmd")
-            .arg("report")
-            .arg("-i")
-            .arg(&path)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            out.status.success() && stderr.is_empty(),
-            "{tag}: {:?} stderr:\n{stderr}",
-            out.status
-        );
-        let text = String::from_utf8(out.stdout).unwrap();
+        let text = String::from_utf8(trace_cmd_quiet(&["report"], &path, tag)).unwrap();
         // trace-cmd dump walks every section and option by size.
-        let dump = Command::new("trace-cmd")
-            .args(["dump", "--all", "-i"])
-            .arg(&path)
-            .output()
-            .unwrap();
-        let dump_err = String::from_utf8_lossy(&dump.stderr);
-        assert!(
-            dump.status.success() && dump_err.is_empty(),
-            "{tag}: dump {:?}: {dump_err}",
-            dump.status
-        );
-        let dump_out = String::from_utf8_lossy(&dump.stdout);
-        if version == FileVersion::V7 {
+        let dump = trace_cmd_quiet(&["dump", "--all"], &path, tag);
+        let dump_out = String::from_utf8_lossy(&dump);
+        if opts.version == FileVersion::V7 {
             for s in ["\"headers\"", "\"buffer flyrecord inst\"", "\"strings\""] {
                 assert!(dump_out.contains(s), "{tag}: dump lacks {s}:\n{dump_out}");
             }
@@ -401,12 +408,8 @@ fn partial_trailing_page_is_left_out_and_counted() {
     bytes.extend_from_slice(&[1, 2, 3]);
     fs::write(&p, &bytes).unwrap();
     buffers[0].cpus = vec![CpuData::new(0, &p)];
-    for (version, compression, tag) in ALL_FORMATS {
+    for (opts, tag) in ALL_FORMATS {
         let path = s.dir.join(format!("{tag}.dat"));
-        let opts = WriteOptions {
-            version,
-            compression,
-        };
         let sum = write_trace_dat(&path, &meta(), &buffers, &opts).unwrap();
         let c = &sum.buffers[0].cpus[0];
         assert_eq!((c.pages, c.partial_tail), (2, 3), "{tag}");
@@ -424,11 +427,7 @@ fn unreadable_cpu_file_is_a_one_line_error_and_no_file() {
     // A directory where a data file should be: open succeeds, read fails.
     buffers[0].cpus = vec![CpuData::new(0, &s.dir)];
     let out = s.dir.join("out.dat");
-    for (version, compression, tag) in ALL_FORMATS {
-        let opts = WriteOptions {
-            version,
-            compression,
-        };
+    for (opts, tag) in ALL_FORMATS {
         let e = write_trace_dat(&out, &meta(), &buffers, &opts).unwrap_err();
         let msg = e.to_string();
         assert!(!msg.contains('\n'), "{tag}: {msg}");
@@ -442,12 +441,8 @@ fn unreadable_cpu_file_is_a_one_line_error_and_no_file() {
 fn file_without_trace_data_reads_cleanly() {
     let s = setup("nodata");
     let have_trace_cmd = trace_cmd_available();
-    for (version, compression, tag) in ALL_FORMATS {
+    for (opts, tag) in ALL_FORMATS {
         let path = s.dir.join(format!("{tag}.dat"));
-        let opts = WriteOptions {
-            version,
-            compression,
-        };
         let sum = write_trace_dat(&path, &meta(), &[], &opts).unwrap();
         assert!(sum.buffers.is_empty());
         let t = TraceFile::open(&path).unwrap_or_else(|e| panic!("{tag}: {e}"));
@@ -455,15 +450,8 @@ fn file_without_trace_data_reads_cleanly() {
         let events: usize = t.buffers().iter().map(|b| t.records(b).count()).sum();
         assert_eq!(events, 0, "{tag}");
         if have_trace_cmd {
-            let out = Command::new("trace-cmd")
-                .arg("report")
-                .arg("-i")
-                .arg(&path)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success() && stderr.is_empty(), "{tag}: {stderr}");
-            assert_eq!(String::from_utf8_lossy(&out.stdout), "cpus=3\n", "{tag}");
+            let out = trace_cmd_quiet(&["report"], &path, tag);
+            assert_eq!(String::from_utf8_lossy(&out), "cpus=3\n", "{tag}");
         }
     }
     fs::remove_dir_all(&s.dir).unwrap();
