@@ -536,13 +536,7 @@ impl Stitcher {
         let matches = |g: usize, out: &Stitched| {
             out.groups[g].cookie == Some(cookie) && out.groups[g].user_stack.is_none()
         };
-        let id = self.out.stacks.push(stack);
-        let stack_ref = UserStackRef {
-            seq,
-            cpu,
-            ts,
-            stack: id,
-        };
+        let stack_ref = self.store_stack(seq, cpu, ts, stack);
         if let Some(g) = state.open.filter(|&g| matches(g, &self.out)) {
             let grp = &mut self.out.groups[g];
             grp.user_stack = Some(stack_ref);
@@ -571,14 +565,18 @@ impl Stitcher {
         }
     }
 
-    fn sync_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, stack: &[u64]) {
-        let id = self.out.stacks.push(stack);
-        let stack_ref = UserStackRef {
+    /// Stores the frames of the user stack event `seq` and refers to them.
+    fn store_stack(&mut self, seq: u64, cpu: u32, ts: u64, stack: &[u64]) -> UserStackRef {
+        UserStackRef {
             seq,
             cpu,
             ts,
-            stack: id,
-        };
+            stack: self.out.stacks.push(stack),
+        }
+    }
+
+    fn sync_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, stack: &[u64]) {
+        let stack_ref = self.store_stack(seq, cpu, ts, stack);
         let picked = self.pick(cpu, pid, |l| !l.got_sync);
         let event = picked.and_then(|i| {
             let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;

@@ -455,17 +455,20 @@ pub fn libc_functions() -> Vec<(String, u64)> {
     out
 }
 
-/// A small deterministic pseudo-random generator for the demo.
-struct Rng(u64);
+/// A small deterministic pseudo-random generator (xorshift64) for the
+/// demo and for tests; the seed must not be 0.
+pub struct Rng(pub u64);
 impl Rng {
-    fn next(&mut self) -> u64 {
+    /// The next pseudo-random value.
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
+    /// A pseudo-random value below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
     }
 }
 

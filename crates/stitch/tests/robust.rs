@@ -20,16 +20,6 @@ fn formats() -> Vec<EventFormat> {
     v
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-}
-
 #[test]
 fn random_records_do_not_panic() {
     let ids = [
@@ -41,28 +31,28 @@ fn random_records_do_not_panic() {
         testdata::ID_SCHED_SWITCH,
         999,
     ];
-    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut rng = testdata::Rng(0x1234_5678_9abc_def1);
     for round in 0..200 {
         let mut payloads = Vec::new();
         for _ in 0..50 {
-            let len = (rng.next() % 120) as usize;
-            let mut d: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            let len = (rng.next_u64() % 120) as usize;
+            let mut d: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
             if len >= 8 {
-                let id = ids[(rng.next() % ids.len() as u64) as usize];
+                let id = ids[(rng.next_u64() % ids.len() as u64) as usize];
                 d[0..2].copy_from_slice(&id.to_le_bytes());
                 // Few pids, so that groups form.
-                d[4..8].copy_from_slice(&((rng.next() % 3) as i32).to_le_bytes());
+                d[4..8].copy_from_slice(&((rng.next_u64() % 3) as i32).to_le_bytes());
             }
             payloads.push(d);
         }
         let mut items = Vec::new();
         for (i, d) in payloads.iter().enumerate() {
-            let cpu = (rng.next() % 3) as u32;
-            if rng.next() % 10 == 0 {
+            let cpu = (rng.next_u64() % 3) as u32;
+            if rng.next_u64() % 10 == 0 {
                 items.push(Ok::<_, String>(Item::Lost {
                     cpu,
                     ts: i as u64,
-                    count: (rng.next() % 2 == 0).then_some(rng.next() % 100),
+                    count: (rng.next_u64() % 2 == 0).then_some(rng.next_u64() % 100),
                 }));
             }
             items.push(Ok(Item::Event(Record {
