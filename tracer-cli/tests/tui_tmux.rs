@@ -13,6 +13,29 @@ struct Tmux {
 }
 
 impl Tmux {
+    /// Runs `cmd` in a new `width`x24 session `t` on the tmux server
+    /// `socket`, its exit status written to `status` (see
+    /// [`recording_status`]); the pane stays after the exit so that a crash
+    /// shows up in the capture.
+    fn start(socket: String, width: &str, cmd: &str, status: &Path) -> Tmux {
+        let t = Tmux { socket };
+        let cmd = recording_status(cmd, status);
+        let o = t.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            width,
+            "-y",
+            "24",
+            &cmd,
+        ]);
+        assert!(o.status.success(), "{o:?}");
+        let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
+        t
+    }
+
     fn cmd(&self, args: &[&str]) -> Output {
         Command::new("tmux")
             .arg("-L")
@@ -113,11 +136,10 @@ fn tui_in_tmux() {
     let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = trace(&dir);
-    let t = Tmux {
-        socket: format!("tracer-cli-test-{}", std::process::id()),
-    };
     let status = dir.join("exit");
-    let cmd = recording_status(
+    let t = Tmux::start(
+        format!("tracer-cli-test-{}", std::process::id()),
+        "100",
         &format!(
             "{} tui -i {}",
             env!("CARGO_BIN_EXE_tracer-cli"),
@@ -125,20 +147,6 @@ fn tui_in_tmux() {
         ),
         &status,
     );
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "100",
-        "-y",
-        "24",
-        &cmd,
-    ]);
-    assert!(o.status.success(), "{o:?}");
-    // Keep the pane after exit so a crash shows up in the capture.
-    let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
 
     let s = t.wait_all(&[
         "Groups 3/3",
@@ -240,11 +248,10 @@ fn tui_live_in_tmux() {
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join("saved.dat");
     let inst = format!("tui-live-{}", std::process::id());
-    let t = Tmux {
-        socket: format!("tracer-cli-live-{}", std::process::id()),
-    };
     let status = dir.join("exit");
-    let cmd = recording_status(
+    let t = Tmux::start(
+        format!("tracer-cli-live-{}", std::process::id()),
+        "110",
         &format!(
             "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; sleep 0.2; done'",
             env!("CARGO_BIN_EXE_tracer-cli"),
@@ -252,19 +259,6 @@ fn tui_live_in_tmux() {
         ),
         &status,
     );
-    let o = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "t",
-        "-x",
-        "110",
-        "-y",
-        "24",
-        &cmd,
-    ]);
-    assert!(o.status.success(), "{o:?}");
-    let _ = t.cmd(&["set-option", "-t", "t", "remain-on-exit", "on"]);
     t.wait_for("live: recording");
     let s = t.wait_for("live: stopped: the command exited with status 0");
     let head = s.lines().next().unwrap_or("");
