@@ -131,6 +131,7 @@ fill() {
     echo 0 > "$d/tracing_on"
     echo "$KB" > "$d/buffer_size_kb"
     for s in $EVENTS; do echo 1 > "$d/events/$s/enable"; done
+    for s in ${FILL_OPTS:-}; do echo 1 > "$d/options/$s"; done
     echo > "$d/trace"
     echo 1 > "$d/tracing_on"
     "$B" load --mix --secs 120 --until-full "$d"
@@ -170,6 +171,13 @@ for comp in none zstd; do
     done
 done
 say
+
+# One more fill with the stock kernel's stack options on: every event is
+# followed by a kernel_stack and a user_stack event, so report also prints
+# `<stack trace >` and `<user stack trace >` blocks.
+FILL_OPTS="stacktrace userstacktrace" fill > /dev/null
+"$T" extract -q -B "$INST" --compression none -o "$W/ext-stacks-tracer-cli-none.dat"
+unfill
 
 # ---- 2. report: same file, both tools, outputs compared ---------------------
 say "## report: \`trace-cmd report -i F > /dev/null\` vs \`tracer-cli report -i F > /dev/null\`"
