@@ -23,22 +23,7 @@ use tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
 };
 
-/// `events/header_page` of a 64-bit kernel with 4 KiB pages.
-pub const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
-\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
-\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
-\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
-
-/// `events/header_event`.
-pub const HEADER_EVENT: &str = "# compressed entry header\n\
-\ttype_len    :    5 bits\n\
-\ttime_delta  :   27 bits\n\
-\tarray       :   32 bits\n\
-\n\
-\tpadding     : type == 29\n\
-\ttime_extend : type == 30\n\
-\ttime_stamp : type == 31\n\
-\tdata max type_len  == 28\n";
+pub use tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 
 const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
 \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\

@@ -142,15 +142,7 @@ impl HeaderEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
-\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
-\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
-\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
-
-    const EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\
-\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\
-\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+    use crate::page::build::{HEADER_EVENT as EVENT, HEADER_PAGE as PAGE};
 
     #[test]
     fn parses_host_headers() {

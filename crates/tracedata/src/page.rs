@@ -297,6 +297,18 @@ impl<'a> Iterator for PageItems<'a> {
 
 /// Helpers to build pages by hand, for tests in this crate and others.
 pub mod build {
+    /// `events/header_page` of a 64-bit kernel with 4 KiB pages: the page
+    /// layout [`PageBuilder`] writes.
+    pub const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+
+    /// `events/header_event` of current kernels.
+    pub const HEADER_EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\
+\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\
+\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
+
     /// Builds a 64-bit-kernel page (u64 timestamp, u64 commit) item by item.
     #[derive(Debug, Clone)]
     pub struct PageBuilder {

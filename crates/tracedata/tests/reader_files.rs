@@ -6,19 +6,10 @@
 
 use std::io::Write;
 
-use tracedata::page::build::PageBuilder;
+use tracedata::page::build::{PageBuilder, HEADER_EVENT, HEADER_PAGE};
 use tracedata::{Item, TraceFile};
 
 const PAGE: usize = 4096;
-
-const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
-\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
-\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
-\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
-
-const HEADER_EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\
-\ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\
-\ttime_extend : type == 30\n\ttime_stamp : type == 31\n\tdata max type_len  == 28\n";
 
 const EV_FORMAT: &str = "name: ev\nID: 42\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\

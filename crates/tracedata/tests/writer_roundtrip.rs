@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tracedata::compress::Compression;
+use tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 use tracedata::reader::{Item, TraceFile};
 use tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, LibMap, ProcMap, TraceMeta,
@@ -22,23 +23,6 @@ use tracedata::writer::{
 const PAGE: usize = 4096;
 const EVENT_ID: u16 = 500;
 const EVENTS_PER_PAGE: u64 = 100;
-
-const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
-\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;
-\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;
-\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;
-";
-
-const HEADER_EVENT: &str = "# compressed entry header
-\ttype_len    :    5 bits
-\ttime_delta  :   27 bits
-\tarray       :   32 bits
-
-\tpadding     : type == 29
-\ttime_extend : type == 30
-\ttime_stamp : type == 31
-\tdata max type_len  == 28
-";
 
 fn format_text(name: &str, id: u16) -> String {
     format!(
