@@ -273,7 +273,7 @@ pub(crate) struct HeldChild {
     pub(super) go: Option<std::os::fd::OwnedFd>,
     /// Read end of a close-on-exec pipe: EOF once exec succeeded, the errno
     /// (4 bytes) if it failed.
-    pub(super) exec_err: Option<std::os::fd::OwnedFd>,
+    exec_err: Option<std::os::fd::OwnedFd>,
     pub(super) program: String,
 }
 
@@ -345,24 +345,34 @@ impl HeldChild {
         if let Some(w) = self.go.take() {
             nix::unistd::write(&w, b"g").context("starting the command")?;
         }
-        if let Some(er) = self.exec_err.take() {
-            let mut buf = [0u8; 4];
-            let mut got = 0;
-            while got < 4 {
-                match nix::unistd::read(&er, &mut buf[got..]) {
-                    Ok(0) => break,
-                    Ok(n) => got += n,
-                    Err(nix::errno::Errno::EINTR) => continue,
-                    Err(e) => return Err(e).context("waiting for the command to start"),
-                }
-            }
-            if got == 4 {
-                let _ = nix::sys::wait::waitpid(self.pid, None);
-                let errno = nix::errno::Errno::from_raw(i32::from_ne_bytes(buf));
-                bail!("cannot run {}: {}", self.program, errno.desc());
-            }
+        let failed = self
+            .take_exec_errno()
+            .context("waiting for the command to start")?;
+        if let Some(errno) = failed {
+            let _ = nix::sys::wait::waitpid(self.pid, None);
+            bail!("cannot run {}: {}", self.program, errno.desc());
         }
         Ok(())
+    }
+
+    /// Reads the exec-error pipe (once; later calls give `Ok(None)`): the
+    /// errno the child wrote when its exec failed, `None` at EOF (the exec
+    /// succeeded, or the child ended without trying).
+    pub(super) fn take_exec_errno(&mut self) -> nix::Result<Option<nix::errno::Errno>> {
+        let Some(er) = self.exec_err.take() else {
+            return Ok(None);
+        };
+        let mut buf = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            match nix::unistd::read(&er, &mut buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((got == 4).then(|| nix::errno::Errno::from_raw(i32::from_ne_bytes(buf))))
     }
 
     /// Non-blocking: `Some(status)` once the child exited.

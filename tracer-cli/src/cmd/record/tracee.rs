@@ -363,20 +363,10 @@ impl Tracer {
     }
 
     /// The errno the child wrote into the exec-error pipe when its exec
-    /// failed; `None` at EOF (the exec succeeded, or it never tried).
+    /// failed; `None` at EOF (the exec succeeded, or it never tried) and
+    /// when the pipe cannot be read.
     fn exec_errno(&mut self) -> Option<nix::errno::Errno> {
-        let er = self.held.exec_err.take()?;
-        let mut buf = [0u8; 4];
-        let mut got = 0;
-        while got < 4 {
-            match nix::unistd::read(&er, &mut buf[got..]) {
-                Ok(0) => break,
-                Ok(n) => got += n,
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => break,
-            }
-        }
-        (got == 4).then(|| nix::errno::Errno::from_raw(i32::from_ne_bytes(buf)))
+        self.held.take_exec_errno().ok().flatten()
     }
 
     /// Why the command ended before its exec.
