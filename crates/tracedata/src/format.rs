@@ -186,11 +186,14 @@ pub fn parse_field(line: &str) -> Result<Field> {
     }
     // Split "TYPE NAME" (NAME may carry "[N]"); for __data_loc the "[]" sits on
     // the type: "__data_loc char[] name".
-    let split = decl
-        .rfind(|c: char| c.is_whitespace() || c == '*')
+    let (at, sep) = decl
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| c.is_whitespace() || c == '*')
         .ok_or_else(|| bad("declaration without a type"))?;
-    let mut type_name = decl[..=split].trim().to_string();
-    let mut name = decl[split + 1..].trim();
+    let split = at + sep.len_utf8();
+    let mut type_name = decl[..split].trim().to_string();
+    let mut name = decl[split..].trim();
     if name.is_empty() {
         return Err(bad("declaration without a name"));
     }
@@ -281,6 +284,15 @@ print fmt: \"prev_comm=%s\", REC->prev_comm\n";
             (fmt.type_name.as_str(), fmt.kind),
             ("const char *", FieldKind::Scalar)
         );
+    }
+
+    #[test]
+    fn a_non_ascii_space_in_a_declaration_does_not_panic() {
+        // U+3000 is whitespace of 3 bytes in UTF-8.
+        let f = parse_field("field:int\u{3000}value;\toffset:8;\tsize:4;\tsigned:1;").unwrap();
+        assert_eq!((f.type_name.as_str(), f.name.as_str()), ("int", "value"));
+        let f = parse_field("field:int\u{3000};\toffset:8;\tsize:4;\tsigned:1;");
+        assert!(f.is_err());
     }
 
     #[test]
