@@ -89,8 +89,13 @@ def read_data_log(path):
                 cur_file, buf = (cid, name), []
             elif line.startswith("@@END "):
                 parts = line.split()
-                cases.setdefault(parts[1], {"files": {}, "rc": None, "notes": []})
-                cases[parts[1]]["rc"] = int(parts[2].split("=")[1])
+                c = cases.setdefault(parts[1], {"files": {}, "rc": None, "notes": []})
+                for kv in parts[2:]:
+                    k, _, v = kv.partition("=")
+                    if k == "rc":
+                        c["rc"] = int(v)
+                    elif k == "secs":
+                        c["secs"] = v
             elif line.startswith("@@DONE"):
                 done = True
     return cases, done, start
@@ -712,6 +717,7 @@ def main():
     ap.add_argument("--timed-out", action="store_true")
     ap.add_argument("--only", default="")
     ap.add_argument("--save", metavar="DIR", help="write every case's files to DIR/CASE/")
+    ap.add_argument("--symbols", metavar="NM_FILE", help="`nm -n` output to use instead of running nm")
     args = ap.parse_args()
 
     cases, done, start = read_data_log(args.data_log)
@@ -722,8 +728,12 @@ def main():
                 with open(os.path.join(args.save, cid, os.path.basename(name)), "wb") as f:
                     f.write(content)
     splats, console = scan_console(args.console_log)
-    nm = subprocess.run(["nm", "-n", args.ustest], capture_output=True, text=True, check=True)
-    syms = rawtrace.Symbols(nm.stdout)
+    if args.symbols:
+        with open(args.symbols) as f:
+            syms = rawtrace.Symbols(f.read())
+    else:
+        nm = subprocess.run(["nm", "-n", args.ustest], capture_output=True, text=True, check=True)
+        syms = rawtrace.Symbols(nm.stdout)
     for name in set(CHAIN + FLOOD + MIGRATE + EXITER):
         if name not in syms.by_name:
             sys.exit(f"check.py: {args.ustest} has no symbol {name}")
@@ -765,6 +775,8 @@ def main():
             if out:
                 ctx.diag("guest output (tail):")
                 ctx.diag("\n".join(out.splitlines()[-15:]))
+        if c is not None and c.get("secs"):
+            ctx.diag(f"{cid}: {c['secs']}s in the guest")
         for line in ctx.lines:
             print(line)
         if status == "ok":

@@ -103,10 +103,12 @@ class Format:
 
 
 class Event:
-    __slots__ = ("cpu", "ts", "fmt", "data", "seq")
+    """One decoded record; `pos` is its offset in the per-CPU raw dump."""
 
-    def __init__(self, cpu, ts, fmt, data, seq):
-        self.cpu, self.ts, self.fmt, self.data, self.seq = cpu, ts, fmt, data, seq
+    __slots__ = ("cpu", "ts", "fmt", "data", "seq", "pos")
+
+    def __init__(self, cpu, ts, fmt, data, seq, pos=0):
+        self.cpu, self.ts, self.fmt, self.data, self.seq, self.pos = cpu, ts, fmt, data, seq, pos
 
     @property
     def name(self):
@@ -193,7 +195,7 @@ def decode_cpu(raw, cpu, formats_by_id, page_size, data_offset):
             fmt = formats_by_id.get(etype)
             if fmt is None:
                 out.unknown_ids.add(etype)
-            out.events.append(Event(cpu, ts, fmt, rec, seq))
+            out.events.append(Event(cpu, ts, fmt, rec, seq, p + data_offset + start))
             seq += 1
     return out
 

@@ -48,8 +48,10 @@ fi
 [ -f "$BZ" ] || die "no bzImage at $BZ"
 phase_done kernel
 
-# ---- 2. guest userspace
+# ---- 2. the judge's own self-tests (it must be able to fail), then guest userspace
 mkdir -p "$WORK" "$OUT"
+python3 -m unittest discover -s "$HERE" -p 'test_*.py' >"$WORK/selftest.log" 2>&1 ||
+	{ cat "$WORK/selftest.log"; die "tests/boot/check.py self-tests failed"; }
 CFLAGS=(-static -no-pie -O1 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 	-fno-optimize-sibling-calls -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -o "$WORK/ustest" "$HERE/progs/ustest.c" -lpthread

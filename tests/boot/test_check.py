@@ -1,0 +1,184 @@
+"""Self-tests of the boot-test judge: a real recording passes, and every kind
+of wrong data makes it fail (a test that cannot fail tests nothing).
+
+Run: python3 -m unittest discover -s tests/boot -p 'test_*.py'
+
+The fixture (fixtures/option-raw) is what case 03 left in a real run on the
+patched kernel: per-CPU trace_pipe_raw dumps, formats, the trace text, the
+program's ground truth, and `nm -n` of that run's ustest binary.
+"""
+
+import base64
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import check  # noqa: E402
+import rawtrace  # noqa: E402
+
+FIX = os.path.join(HERE, "fixtures", "option-raw")
+
+
+def load():
+    files = {}
+    for name in os.listdir(FIX):
+        with open(os.path.join(FIX, name), "rb") as f:
+            files[name] = f.read()
+    return files
+
+
+def ctx(files):
+    return check.Ctx([], rawtrace.Symbols(files["ustest.nm"].decode()))
+
+
+def events(files, name):
+    d = rawtrace.Dump(files, "c3")
+    return [e for e in d.merged() if e.name == name]
+
+
+def patch(files, ev, field, value):
+    """Overwrite one u64 field of a decoded event in its raw dump."""
+    f = ev.fmt.fields[field]
+    key = f"c3.cpu{ev.cpu}.raw"
+    raw = bytearray(files[key])
+    struct.pack_into("<Q", raw, ev.pos + f.offset, value)
+    files[key] = bytes(raw)
+
+
+def stack_slot(files, ev, index, value):
+    f = ev.fmt.fields["stack"]
+    loc = int.from_bytes(ev.data[f.offset : f.offset + 4], "little")
+    key = f"c3.cpu{ev.cpu}.raw"
+    raw = bytearray(files[key])
+    struct.pack_into("<Q", raw, ev.pos + (loc & 0xFFFF) + 8 * index, value)
+    files[key] = bytes(raw)
+
+
+class OptionCase(unittest.TestCase):
+    def test_real_recording_passes(self):
+        files = load()
+        c = ctx(files)
+        check.case_option_raw(c, files)
+        self.assertTrue(any("20 syscalls" in line for line in c.lines), c.lines)
+
+    def test_cookie_changed_inside_one_syscall_fails(self):
+        files = load()
+        cookie = events(files, "user_unwind_cookie")[1]
+        patch(files, cookie, "cookie", 0x1234500000001)
+        with self.assertRaises(check.CaseFail):
+            check.case_option_raw(ctx(files), files)
+
+    def test_stack_for_unknown_cookie_fails(self):
+        files = load()
+        stack = events(files, "user_unwind_stack")[3]
+        patch(files, stack, "cookie", 0x7777700000001)
+        with self.assertRaisesRegex(check.CaseFail, "stack"):
+            check.case_option_raw(ctx(files), files)
+
+    def test_wrong_frame_fails(self):
+        files = load()
+        syms = rawtrace.Symbols(files["ustest.nm"].decode())
+        stacks = [
+            e for e in events(files, "user_unwind_stack")
+            if syms.frames(e.fmt.u64_array(e.data, "stack"))[:1] == ["chain_level3"]
+        ]
+        # replace the return address into chain_level2 by one into main
+        stack_slot(files, stacks[0], 1, syms.by_name["main"] + 8)
+        with self.assertRaisesRegex(check.CaseFail, "frames"):
+            check.case_option_raw(ctx(files), files)
+
+    def test_ground_truth_mismatch_fails(self):
+        files = load()
+        files["truth.txt"] = files["truth.txt"].replace(b"iterations=20", b"iterations=21")
+        with self.assertRaisesRegex(check.CaseFail, "nanosleep entries"):
+            check.case_option_raw(ctx(files), files)
+
+    def test_missing_formats_fail(self):
+        files = load()
+        del files["fmt.ftrace.user_unwind_stack"]
+        with self.assertRaises(check.CaseFail):
+            check.case_option_raw(ctx(files), files)
+
+
+def data_log(case_files, rc=0, done=True, skip=None):
+    out = ["@@START test cpus=2", "@@BEGIN 03-option-raw"]
+    files = dict(case_files)
+    if skip:
+        files = {"skip": skip.encode()}
+    for name, content in files.items():
+        if name == "ustest.nm":
+            continue
+        out.append(f"@@FILE 03-option-raw {name}")
+        out.append(base64.b64encode(content).decode())
+        out.append("@@EOF")
+    out.append(f"@@END 03-option-raw rc={rc} secs=1.0")
+    if done:
+        out.append("@@DONE")
+    return "\n".join(out) + "\n"
+
+
+class WholeRun(unittest.TestCase):
+    def run_check(self, data, console, env_ci=False):
+        with tempfile.TemporaryDirectory() as d:
+            dl, cl = os.path.join(d, "data.log"), os.path.join(d, "console.log")
+            with open(dl, "w") as f:
+                f.write(data)
+            with open(cl, "w") as f:
+                f.write(console)
+            env = dict(os.environ, CI="true" if env_ci else "false")
+            p = subprocess.run(
+                [sys.executable, os.path.join(HERE, "check.py"), dl, cl, "/nonexistent",
+                 "--symbols", os.path.join(FIX, "ustest.nm"), "--only", "03"],
+                capture_output=True, text=True, env=env,
+            )
+            return p.returncode, p.stdout
+
+    CLEAN = "ustack-boot: begin 03-option-raw\nustack-boot: end 03-option-raw rc=0\n"
+
+    def test_clean_run_passes(self):
+        rc, out = self.run_check(data_log(load()), self.CLEAN)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("ok 1 option_deferred_stacks_raw", out)
+        self.assertTrue(out.rstrip().endswith("2 passed, 0 failed, 0 skipped"), out)
+
+    def test_warning_in_log_fails_case_and_run(self):
+        console = ("ustack-boot: begin 03-option-raw\n"
+                   "WARNING: CPU: 1 PID: 80 at kernel/trace/trace.c:1 x+0x1/0x2\n"
+                   "ustack-boot: end 03-option-raw rc=0\n")
+        rc, out = self.run_check(data_log(load()), console)
+        self.assertEqual(rc, 1)
+        self.assertIn("not ok 1 option_deferred_stacks_raw", out)
+        self.assertIn("not ok 2 kernel_log_clean_and_no_hang", out)
+
+    def test_lockdep_report_fails(self):
+        console = self.CLEAN + "WARNING: possible circular locking dependency detected\n"
+        rc, out = self.run_check(data_log(load()), console)
+        self.assertEqual(rc, 1)
+        self.assertIn("not ok 2 kernel_log_clean_and_no_hang", out)
+
+    def test_hang_fails(self):
+        rc, out = self.run_check(data_log(load(), done=False), self.CLEAN)
+        self.assertEqual(rc, 1)
+        self.assertIn("not ok 2", out)
+
+    def test_guest_timeout_fails(self):
+        rc, out = self.run_check(data_log(load(), rc=124), self.CLEAN)
+        self.assertEqual(rc, 1)
+        self.assertIn("not ok 1 option_deferred_stacks_raw", out)
+
+    def test_skip_is_not_a_pass(self):
+        rc, out = self.run_check(data_log(load(), skip="no option"), self.CLEAN)
+        self.assertEqual(rc, 1)
+        self.assertIn("not ok 1 option_deferred_stacks_raw # SKIP no option", out)
+        self.assertIn("1 passed, 0 failed, 1 skipped", out)
+        rc, out = self.run_check(data_log(load(), skip="no option"), self.CLEAN, env_ci=True)
+        self.assertIn("1 passed, 1 failed, 1 skipped", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
