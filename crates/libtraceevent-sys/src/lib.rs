@@ -446,7 +446,16 @@ impl Tep {
     }
 
     /// Parses one event format file of `system`.
+    ///
+    /// A format with a byte outside ASCII is refused without calling
+    /// libtraceevent: 1.7 crashes on some (e.g. in an array size, as in
+    /// `char comm[\xe96]`), and the kernel's format files are ASCII.
     pub fn parse_event(&mut self, text: &[u8], system: &str) -> Result<(), TepError> {
+        if !text.is_ascii() {
+            return Err(TepError(format!(
+                "an event format of {system} is not ASCII"
+            )));
+        }
         let sys = CString::new(system).map_err(|_| TepError("bad system name".into()))?;
         // SAFETY: text is valid for text.len() bytes, sys is NUL-terminated;
         // both outlive the call and the library copies what it keeps.
@@ -632,6 +641,20 @@ mod layout {
         assert_eq!(s.as_bytes(), b"abc");
         s.reset();
         assert_eq!(s.as_bytes(), b"");
+    }
+
+    #[test]
+    fn a_non_ascii_format_is_refused_not_parsed() {
+        // libtraceevent 1.7 segfaults on this one.
+        let fmt = b"name: ev\nID: 42\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:char comm[\xe96];\toffset:8;\tsize:16;\tsigned:0;\n\n\
+print fmt: \"x\"\n";
+        let mut tep = Tep::new(8, 4096).unwrap();
+        assert_eq!(
+            tep.parse_event(fmt, "test"),
+            Err(TepError("an event format of test is not ASCII".into()))
+        );
     }
 
     #[test]
