@@ -14,6 +14,10 @@
 #   --print-env      print the environment a kernel `make` needs (after --prereqs)
 #   --print-bzimage  print the path of the bzImage (built by the last run) and exit
 #   --print-src      print the patched source tree (a git repo: base commit = pristine)
+#   --each           bisectability: build after each patch of the series in turn
+#                    (incremental, so each step costs only what the patch touches),
+#                    then leave the tree at the whole series
+#   --checkpatch     scripts/checkpatch.pl --strict on every patch of the series
 #   --force-config   regenerate .config even if the fragments did not change
 # env:
 #   USTACK_CACHE     cache root (default $HOME/.cache/ustack)
@@ -48,6 +52,8 @@ for a in "$@"; do
 	--print-env) MODE=print-env ;;
 	--print-bzimage) MODE=print-bzimage ;;
 	--print-src) MODE=print-src ;;
+	--each) MODE=each ;;
+	--checkpatch) MODE=checkpatch ;;
 	--force-config) FORCE_CONFIG=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
@@ -291,11 +297,15 @@ KOUT=$KDIR/out
 
 series_patches() { # the patch files named in kernel-patch/series, in order
 	[ -f "$HERE/series" ] || return 0
-	local l
+	local l n=0
 	while IFS= read -r l || [ -n "$l" ]; do
 		l=${l%%#*}
 		l=$(echo "$l" | xargs)
-		[ -n "$l" ] && echo "$HERE/$l"
+		[ -n "$l" ] || continue
+		n=$((n + 1))
+		# USTACK_SERIES_LIMIT=N: only the first N patches (used by --each)
+		[ -n "${USTACK_SERIES_LIMIT:-}" ] && [ "$n" -gt "$USTACK_SERIES_LIMIT" ] && break
+		echo "$HERE/$l"
 	done <"$HERE/series"
 }
 
@@ -417,6 +427,28 @@ print-bzimage)
 	echo "$KOUT/arch/x86/boot/bzImage"; trap - EXIT; exit 0 ;;
 print-src)
 	echo "$KSRC"; trap - EXIT; exit 0 ;;
+each)
+	total=$(series_patches | wc -l)
+	[ "$total" -gt 0 ] || die "kernel-patch/series is empty"
+	for n in $(seq 1 "$total"); do
+		log "=== bisect step $n/$total: $(basename "$(USTACK_SERIES_LIMIT=$n series_patches | tail -1)")"
+		USTACK_SERIES_LIMIT=$n "$0" >/dev/null || die "the series does not build after patch $n"
+	done
+	"$0" >/dev/null
+	log "each of the $total patches builds on its own"
+	trap - EXIT; exit 0 ;;
+checkpatch)
+	[ -f "$PRISTINE/scripts/checkpatch.pl" ] || die "no pristine tree yet: run build.sh --prereqs"
+	bad=0
+	while read -r p; do
+		# the gate (issue 3): 0 errors and 0 warnings; --strict CHECKs are shown too
+		out=$(cd "$PRISTINE" && perl scripts/checkpatch.pl --strict --no-tree -q "$p" 2>&1) || true
+		summary=$(echo "$out" | grep -E '^total:' || echo "total: 0 errors, 0 warnings")
+		echo "$(basename "$p"): $summary"
+		echo "$out" | grep -E '^(ERROR|WARNING|CHECK):' | head -20 || true
+		echo "$summary" | grep -q '^total: 0 errors, 0 warnings' || bad=1
+	done < <(series_patches)
+	trap - EXIT; exit $bad ;;
 esac
 
 prereqs
