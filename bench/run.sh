@@ -191,7 +191,8 @@ for f in "$W"/ext-*.dat; do
     rss "$T" report -i "$f" > "$W/us.txt"
     mus=$(cat "$W/rss")
     if cmp -s "$W/tc.txt" "$W/us.txt"; then same=identical; else same="DIFFERENT: $(cmp "$W/tc.txt" "$W/us.txt" 2>&1 | head -1)"; fi
-    lines=$(grep -Evc '^(cpus=|CPU:[0-9]+ \[)' "$W/us.txt" || true)
+    # Event lines (not stack lines, not drop notes): "[CPU] SECS.USECS:".
+    lines=$(grep -Ec '\[[0-9]{3}\] +[0-9]+\.[0-9]+:' "$W/us.txt" || true)
     rm -f "$W/tc.txt" "$W/us.txt"
     timeit tc trace-cmd report -i "$f"
     timeit us "$T" report -i "$f"
