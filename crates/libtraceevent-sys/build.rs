@@ -1,3 +1,5 @@
+//! Finds the system libtraceevent (1.7 or newer) with pkg-config and links it.
+
 fn main() {
     pkg_config::Config::new()
         .atleast_version("1.7")

@@ -113,54 +113,80 @@ pub const TEP_ERRNO__FILTER_MISS: c_int = -99971;
 
 #[link(name = "traceevent")]
 extern "C" {
+    /// Allocates an empty handle (null on failure); free it with `tep_free`.
     pub fn tep_alloc() -> *mut tep_handle;
+    /// Frees a handle from `tep_alloc`.
     pub fn tep_free(tep: *mut tep_handle);
+    /// Sets a `tep_flag` (e.g. [`TEP_NSEC_OUTPUT`]).
     pub fn tep_set_flag(tep: *mut tep_handle, flag: c_int);
+    /// Sets the CPU count of the traced system.
     pub fn tep_set_cpus(tep: *mut tep_handle, cpus: c_int);
+    /// Sets the traced kernel's `sizeof(long)`.
     pub fn tep_set_long_size(tep: *mut tep_handle, long_size: c_int);
+    /// Sets the ring-buffer page size.
     pub fn tep_set_page_size(tep: *mut tep_handle, page_size: c_int);
+    /// Sets the byte order of the trace data ([`TEP_LITTLE_ENDIAN`] or [`TEP_BIG_ENDIAN`]).
     pub fn tep_set_file_bigendian(tep: *mut tep_handle, endian: c_int);
+    /// Sets the byte order of this machine.
     pub fn tep_set_local_bigendian(tep: *mut tep_handle, endian: c_int);
+    /// The `sizeof(long)` set with `tep_set_long_size`.
     pub fn tep_get_long_size(tep: *mut tep_handle) -> c_int;
+    /// Parses the text of `events/header_page` (`size` bytes); 0 on success.
     pub fn tep_parse_header_page(
         tep: *mut tep_handle,
         buf: *mut c_char,
         size: c_ulong,
         long_size: c_int,
     ) -> c_int;
+    /// Parses one event format file (`size` bytes) of system `sys`; 0 on success.
     pub fn tep_parse_event(
         tep: *mut tep_handle,
         buf: *const c_char,
         size: c_ulong,
         sys: *const c_char,
     ) -> c_int;
+    /// Loads NUL-terminated `/proc/kallsyms` text; 0 on success.
     pub fn tep_parse_kallsyms(tep: *mut tep_handle, kallsyms: *const c_char) -> c_int;
+    /// Registers one kernel function at `addr` (module may be null); 0 on success.
     pub fn tep_register_function(
         tep: *mut tep_handle,
         name: *mut c_char,
         addr: c_ulonglong,
         module: *mut c_char,
     ) -> c_int;
+    /// Loads NUL-terminated `printk_formats` text; 0 on success.
     pub fn tep_parse_printk_formats(tep: *mut tep_handle, buf: *const c_char) -> c_int;
+    /// Registers the printk format string at `addr`; 0 on success.
     pub fn tep_register_print_string(
         tep: *mut tep_handle,
         fmt: *const c_char,
         addr: c_ulonglong,
     ) -> c_int;
+    /// Loads NUL-terminated `saved_cmdlines` text; 0 on success.
     pub fn tep_parse_saved_cmdlines(tep: *mut tep_handle, buf: *const c_char) -> c_int;
+    /// Registers `comm` for `pid`; 0 on success.
     pub fn tep_register_comm(tep: *mut tep_handle, comm: *const c_char, pid: c_int) -> c_int;
+    /// Loads the system's plugins into the handle; unload with `tep_unload_plugins`.
     pub fn tep_load_plugins(tep: *mut tep_handle) -> *mut tep_plugin_list;
+    /// Unloads plugins loaded with `tep_load_plugins`.
     pub fn tep_unload_plugins(list: *mut tep_plugin_list, tep: *mut tep_handle);
+    /// The event with format id `id`, or null.
     pub fn tep_find_event(tep: *mut tep_handle, id: c_int) -> *mut tep_event;
+    /// The event `sys`/`name`, or null.
     pub fn tep_find_event_by_name(
         tep: *mut tep_handle,
         sys: *const c_char,
         name: *const c_char,
     ) -> *mut tep_event;
+    /// The name of the kernel function containing `addr`, or null (owned by the handle).
     pub fn tep_find_function(tep: *mut tep_handle, addr: c_ulonglong) -> *const c_char;
+    /// The `common_pid` of a record.
     pub fn tep_data_pid(tep: *mut tep_handle, rec: *mut tep_record) -> c_int;
+    /// The `common_flags` of a record.
     pub fn tep_data_flags(tep: *mut tep_handle, rec: *mut tep_record) -> c_int;
+    /// The comm registered for `pid` (owned by the handle).
     pub fn tep_data_comm_from_pid(tep: *mut tep_handle, pid: c_int) -> *const c_char;
+    /// Appends the text of a record to `s` as `fmt` says; each conversion takes a `TEP_PRINT_*` selector.
     pub fn tep_print_event(
         tep: *mut tep_handle,
         s: *mut trace_seq,
@@ -168,25 +194,36 @@ extern "C" {
         fmt: *const c_char,
         ...
     );
+    /// Allocates an empty event filter for the handle (null on failure).
     pub fn tep_filter_alloc(tep: *mut tep_handle) -> *mut tep_event_filter;
+    /// Adds a filter in trace-cmd `-F` syntax; negative on error (see `tep_filter_strerror`).
     pub fn tep_filter_add_filter_str(
         filter: *mut tep_event_filter,
         filter_str: *const c_char,
     ) -> c_int;
+    /// Tests a record: `TEP_ERRNO__FILTER_MATCH`, `..._MISS`, `..._NOT_FOUND` or `..._NO_FILTER`.
     pub fn tep_filter_match(filter: *mut tep_event_filter, record: *mut tep_record) -> c_int;
+    /// Writes the message of filter error `err` into `buf` (NUL-terminated).
     pub fn tep_filter_strerror(
         filter: *mut tep_event_filter,
         err: c_int,
         buf: *mut c_char,
         buflen: usize,
     ) -> c_int;
+    /// Frees a filter from `tep_filter_alloc`.
     pub fn tep_filter_free(filter: *mut tep_event_filter);
 
+    /// Initializes a sequence (allocates its buffer).
     pub fn trace_seq_init(s: *mut trace_seq);
+    /// Empties a sequence, keeping its buffer.
     pub fn trace_seq_reset(s: *mut trace_seq);
+    /// Frees the buffer of a sequence.
     pub fn trace_seq_destroy(s: *mut trace_seq);
+    /// Appends a NUL-terminated string.
     pub fn trace_seq_puts(s: *mut trace_seq, str_: *const c_char) -> c_int;
+    /// Appends one byte.
     pub fn trace_seq_putc(s: *mut trace_seq, c: u8) -> c_int;
+    /// NUL-terminates the buffer.
     pub fn trace_seq_terminate(s: *mut trace_seq);
 }
 
