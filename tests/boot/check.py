@@ -63,7 +63,11 @@ def read_data_log(path):
     cases, done, start = {}, False, None
     cur_file = None
     buf = []
-    with open(path, "rb") as f:
+    try:
+        f = open(path, "rb")
+    except OSError:
+        return cases, done, start
+    with f:
         for raw in f:
             line = raw.decode("latin-1").rstrip("\r\n")
             if cur_file is not None:
@@ -794,6 +798,8 @@ def main():
     problems = []
     if args.timed_out:
         problems.append("QEMU timed out (guest hang)")
+    elif args.qemu_rc != 0:
+        problems.append(f"QEMU exited with status {args.qemu_rc}")
     if not done:
         problems.append("the guest did not reach the end of the suite")
     for where, lines in splats.items():

@@ -113,6 +113,7 @@ timeout "${QEMU_TIMEOUT:-1500}" qemu-system-x86_64 -accel tcg -smp 2 -m 1024 -no
 qrc=$?
 set -e
 [ $qrc = 124 ] && timed_out=1
+[ $qrc = 0 ] || { echo "boot-tests: qemu exited with $qrc:"; tail -5 "$OUT/qemu.log"; }
 cp "$WORK/ustest" "$OUT/ustest"
 phase_done "qemu(rc=$qrc)"
 
