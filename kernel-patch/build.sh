@@ -86,7 +86,16 @@ APT_DIR=$CACHE/apt
 # first_stanza SUITE TYPES: print the first deb822 stanza of the system sources with
 # Suites and Types replaced.
 first_stanza() {
-	[ -r "$SYS_SOURCES" ] || die "$SYS_SOURCES not found (need a deb822 Debian sources file)"
+	if [ ! -r "$SYS_SOURCES" ] && [ -r /etc/apt/sources.list ]; then
+		# one-line format: take the mirror of the first "deb" line
+		awk -v suite="$1" -v types="$2" '
+			$1 == "deb" { i = 2; if ($2 ~ /^\[/) while ($i !~ /\]$/) i++; if ($2 ~ /^\[/) i++
+				print "Types: " types; print "URIs: " $i; print "Suites: " suite
+				print "Components: main"
+				print "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg"; exit }' /etc/apt/sources.list
+		return
+	fi
+	[ -r "$SYS_SOURCES" ] || die "$SYS_SOURCES not found (need a Debian sources file)"
 	awk -v suite="$1" -v types="$2" '
 		/^[[:space:]]*$/ { if (seen) exit; next }
 		{ seen = 1 }
@@ -106,12 +115,19 @@ private_apt() {
 	mkdir -p "$lists/partial" "$APT_DIR"
 	first_stanza "$suite" "$types" > "$src.new"
 	if ! cmp -s "$src.new" "$src" 2>/dev/null; then mv "$src.new" "$src"; rm -f "$lists/.stamp"; else rm -f "$src.new"; fi
-	APT_OPTS=(-o "Dir::Etc::SourceList=$src" -o "Dir::State::Lists=$lists")
 	if [ "$keep_system" = 1 ]; then
-		APT_OPTS+=(-o "Dir::Etc::SourceParts=/etc/apt/sources.list.d")
+		# the system's sources (either layout) plus ours, without touching /etc/apt
+		local parts=$APT_DIR/parts-$name f
+		rm -rf "$parts"; mkdir -p "$parts"
+		for f in /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list; do
+			[ -e "$f" ] && ln -s "$f" "$parts/"
+		done
+		cp "$src" "$parts/ustack-$name.sources"
+		APT_OPTS=(-o "Dir::Etc::SourceList=/etc/apt/sources.list" -o "Dir::Etc::SourceParts=$parts")
 	else
-		APT_OPTS+=(-o "Dir::Etc::SourceParts=/dev/null")
+		APT_OPTS=(-o "Dir::Etc::SourceList=$src" -o "Dir::Etc::SourceParts=/dev/null")
 	fi
+	APT_OPTS+=(-o "Dir::State::Lists=$lists")
 	stamp=$lists/.stamp
 	if [ ! -f "$stamp" ] || ! ls "$lists" | grep -q "${suite}_InRelease\$" ||
 		[ -n "$(find "$stamp" -mmin +1440)" ]; then
@@ -452,6 +468,13 @@ checkpatch)
 esac
 
 prereqs
+# one build at a time per cache (tests, demo and a patch author may run at once)
+mkdir -p "$KDIR"
+exec 9>"$KDIR/.lock"
+if ! flock -n 9; then
+	log "waiting for another build.sh using $KDIR"
+	flock 9
+fi
 phase patch
 PKEY=$(patch_key)
 prepare_tree "$PKEY"
