@@ -1,0 +1,255 @@
+//! [`Records`]: the events of one buffer, decoded page by page from each
+//! CPU's data and merged by timestamp, with the lost-events marks.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::*;
+use crate::page::{Missed, Page, PageItem, PageItems};
+
+/// Up to this many CPUs the merge scans them all for each event; above it
+/// uses a heap.
+const LINEAR_MERGE_MAX: usize = 4;
+
+/// Adds up two losses; an unknown count makes the sum unknown.
+fn merge_missed(a: Option<Missed>, b: Missed) -> Missed {
+    match (a.unwrap_or(Missed::None), b) {
+        (Missed::None, m) | (m, Missed::None) => m,
+        (Missed::Count(x), Missed::Count(y)) => Missed::Count(x.saturating_add(y)),
+        _ => Missed::Unknown,
+    }
+}
+
+pub(super) struct CpuStream<'a> {
+    cpu: u32,
+    data: &'a [u8],
+    page_size: usize,
+    next_page: usize,
+    page: Option<PageItems<'a>>,
+    /// Next event of this CPU: (ts, payload).
+    peeked: Option<(u64, &'a [u8])>,
+    /// Lost-events info of the page of `peeked`, if it is the page's first event.
+    lost: Option<Missed>,
+    /// Whether `peeked` is the first event of its page at data offset 0.
+    first_on_page: bool,
+    /// Losses of earlier pages that had no event to attach them to.
+    carry: Option<Missed>,
+    /// trace-cmd mode: losses of pages without events are forgotten.
+    compat: bool,
+    done: bool,
+    error_ctx: String,
+}
+
+impl<'a> CpuStream<'a> {
+    /// The stream of `cpu`'s page `data` of the buffer named `buffer`.
+    pub(super) fn new(cpu: u32, data: &'a [u8], page_size: usize, buffer: &str) -> Self {
+        CpuStream {
+            cpu,
+            data,
+            page_size,
+            next_page: 0,
+            page: None,
+            peeked: None,
+            lost: None,
+            first_on_page: false,
+            carry: None,
+            compat: false,
+            done: false,
+            error_ctx: buffer.to_string(),
+        }
+    }
+
+    /// Makes `peeked` hold the next event, loading pages as needed.
+    fn fill(&mut self, hp: &HeaderPage) -> Result<()> {
+        if self.peeked.is_some() || self.done {
+            return Ok(());
+        }
+        loop {
+            if let Some(items) = &mut self.page {
+                match items.next() {
+                    Some(Ok(PageItem::Event { ts, data, offset })) => {
+                        self.peeked = Some((ts, data));
+                        // kbuffer only reports missed events for an event at
+                        // the very start of the page data.
+                        self.first_on_page = self.lost.is_some() && offset <= 8;
+                        return Ok(());
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(e)) => {
+                        self.done = true;
+                        let page_at = self.next_page.saturating_sub(self.page_size) as u64;
+                        return Err(e
+                            .context(format!("page at {page_at:#x}"))
+                            .context(self.ctx()));
+                    }
+                    None => {
+                        self.page = None;
+                        if let Some(m) = self.lost.take() {
+                            if !self.compat {
+                                self.carry = Some(merge_missed(self.carry, m));
+                            }
+                        }
+                    }
+                }
+            }
+            let start = self.next_page;
+            if start >= self.data.len() {
+                self.done = true;
+                return Ok(());
+            }
+            let end = (start + self.page_size).min(self.data.len());
+            self.next_page = start + self.page_size;
+            let page = Page::new(&self.data[start..end], hp).map_err(|e| {
+                self.done = true;
+                e.context(format!("page at {start:#x}")).context(self.ctx())
+            })?;
+            self.lost = match (self.carry.take(), page.missed()) {
+                (None, Missed::None) => None,
+                (None, m) => Some(m),
+                (Some(c), m) => Some(merge_missed(Some(c), m)),
+            };
+            self.page = Some(page.items());
+        }
+    }
+
+    fn ctx(&self) -> String {
+        if self.error_ctx.is_empty() {
+            format!("cpu {}", self.cpu)
+        } else {
+            format!("buffer {:?} cpu {}", self.error_ctx, self.cpu)
+        }
+    }
+}
+
+/// Iterator over the merged events of one buffer; see [`TraceFile::records`].
+///
+/// After an error the CPU that failed stops; the other CPUs go on.
+pub struct Records<'a> {
+    streams: Vec<CpuStream<'a>>,
+    header: HeaderPage,
+    pending: Option<Record<'a>>,
+    failed: bool,
+    compat_lost: bool,
+    /// Streams with a peeked event, by (timestamp, stream index): the
+    /// smallest timestamp first, the lowest CPU on ties (like trace-cmd).
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    started: bool,
+    /// Stream whose event was just returned and must be refilled.
+    refill: Option<usize>,
+    errors: VecDeque<Error>,
+}
+
+impl<'a> Records<'a> {
+    /// Merges `streams`, whose pages have the layout `header`.
+    pub(super) fn new(streams: Vec<CpuStream<'a>>, header: HeaderPage) -> Self {
+        Records {
+            streams,
+            header,
+            pending: None,
+            failed: false,
+            compat_lost: false,
+            heap: BinaryHeap::new(),
+            started: false,
+            refill: None,
+            errors: VecDeque::new(),
+        }
+    }
+
+    /// Reports lost events exactly when `trace-cmd report` (libtraceevent's
+    /// kbuffer) does: only if the page's first event sits at the very start
+    /// of the page data (not after a time extend or padding).
+    pub fn trace_cmd_compat(mut self) -> Self {
+        self.compat_lost = true;
+        for s in &mut self.streams {
+            s.compat = true;
+        }
+        self
+    }
+
+    /// Whether any CPU stream stopped on an error.
+    pub fn failed(&self) -> bool {
+        self.failed
+    }
+
+    /// Loads the next event of stream `i` and queues it by timestamp.
+    #[inline]
+    fn fill_and_push(&mut self, i: usize) {
+        let s = &mut self.streams[i];
+        match s.fill(&self.header) {
+            Err(e) => {
+                self.failed = true;
+                self.errors.push_back(e);
+            }
+            Ok(()) => {
+                if let Some((ts, _)) = s.peeked {
+                    self.heap.push(Reverse((ts, i)));
+                }
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Item<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(r) = self.pending.take() {
+            return Some(Ok(Item::Event(r)));
+        }
+        let (ts, i) = if self.streams.len() <= LINEAR_MERGE_MAX {
+            // Few CPUs: a scan is cheaper than a heap.
+            let mut best: Option<(u64, usize)> = None;
+            for i in 0..self.streams.len() {
+                let s = &mut self.streams[i];
+                if let Err(e) = s.fill(&self.header) {
+                    self.failed = true;
+                    return Some(Err(e));
+                }
+                if let Some((ts, _)) = s.peeked {
+                    if best.is_none_or(|(bts, _)| ts < bts) {
+                        best = Some((ts, i));
+                    }
+                }
+            }
+            best?
+        } else {
+            if !self.started {
+                self.started = true;
+                for i in 0..self.streams.len() {
+                    self.fill_and_push(i);
+                }
+            } else if let Some(i) = self.refill.take() {
+                self.fill_and_push(i);
+            }
+            if let Some(e) = self.errors.pop_front() {
+                return Some(Err(e));
+            }
+            let Reverse((ts, i)) = self.heap.pop()?;
+            self.refill = Some(i);
+            (ts, i)
+        };
+        let s = &mut self.streams[i];
+        let (_, data) = s.peeked.take().expect("peeked");
+        let rec = Record {
+            cpu: s.cpu,
+            ts,
+            data,
+        };
+        if let Some(m) = s.lost.take() {
+            let report = !self.compat_lost || s.first_on_page;
+            if report {
+                self.pending = Some(rec);
+                let count = match m {
+                    Missed::Count(n) => Some(n),
+                    _ => None,
+                };
+                return Some(Ok(Item::Lost {
+                    cpu: s.cpu,
+                    ts,
+                    count,
+                }));
+            }
+        }
+        Some(Ok(Item::Event(rec)))
+    }
+}
