@@ -9,17 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tracedata::compress::Compression;
-use tracedata::page::build::{PageBuilder, HEADER_EVENT, HEADER_PAGE};
+use tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON, HEADER_EVENT, HEADER_PAGE};
 use tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, TraceMeta, WriteOptions,
 };
 
 const PAGE: usize = 4096;
-
-const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
 fn tick_format() -> String {
     format!(

@@ -18,17 +18,12 @@
 
 use std::path::Path;
 
-use tracedata::page::build::PageBuilder;
+use tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON};
 use tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
 };
 
 pub use tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
-
-const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
 
 /// Event id of `ftrace:kernel_stack`.
 pub const ID_KERNEL_STACK: u16 = 4;

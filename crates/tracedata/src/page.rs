@@ -304,6 +304,14 @@ pub mod build {
 \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
 \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
 
+    /// The common fields that start every event's `format` (fields
+    /// section), with the blank line that follows them.
+    pub const COMMON_FIELDS: &str =
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+
     /// `events/header_event` of current kernels.
     pub const HEADER_EVENT: &str = "# compressed entry header\n\ttype_len    :    5 bits\n\
 \ttime_delta  :   27 bits\n\tarray       :   32 bits\n\n\tpadding     : type == 29\n\

@@ -6,27 +6,27 @@
 
 use std::io::Write;
 
-use tracedata::page::build::{PageBuilder, HEADER_EVENT, HEADER_PAGE};
+use tracedata::page::build::{PageBuilder, COMMON_FIELDS, HEADER_EVENT, HEADER_PAGE};
 use tracedata::{Item, TraceFile};
 
 const PAGE: usize = 4096;
 
-const EV_FORMAT: &str = "name: ev\nID: 42\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+fn ev_format() -> String {
+    format!(
+        "name: ev\nID: 42\nformat:\n{COMMON_FIELDS}\
 \tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;\n\n\
-print fmt: \"value=%llu\", REC->value\n";
+print fmt: \"value=%llu\", REC->value\n"
+    )
+}
 
-const FTRACE_FORMAT: &str = "name: print\nID: 5\nformat:\n\
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+fn ftrace_format() -> String {
+    format!(
+        "name: print\nID: 5\nformat:\n{COMMON_FIELDS}\
 \tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n\
 \tfield:char buf[];\toffset:16;\tsize:0;\tsigned:0;\n\n\
-print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n";
+print fmt: \"%ps: %s\", (void *)REC->ip, REC->buf\n"
+    )
+}
 
 fn payload(pid: i32, value: u64) -> Vec<u8> {
     let mut p = Vec::new();
@@ -170,8 +170,9 @@ fn header_info() -> Vec<u8> {
 fn ftrace_events() -> Vec<u8> {
     let mut o = Out(Vec::new());
     o.u32(1);
-    o.u64(FTRACE_FORMAT.len() as u64);
-    o.bytes(FTRACE_FORMAT.as_bytes());
+    let ftrace = ftrace_format();
+    o.u64(ftrace.len() as u64);
+    o.bytes(ftrace.as_bytes());
     o.0
 }
 
@@ -180,8 +181,9 @@ fn event_formats() -> Vec<u8> {
     o.u32(1);
     o.cstr("test");
     o.u32(1);
-    o.u64(EV_FORMAT.len() as u64);
-    o.bytes(EV_FORMAT.as_bytes());
+    let ev = ev_format();
+    o.u64(ev.len() as u64);
+    o.bytes(ev.as_bytes());
     o.0
 }
 
