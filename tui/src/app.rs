@@ -874,14 +874,7 @@ impl App {
                 Some(src.user_frames(grp.pid, st.stacks.get(u.stack)))
             })
             .unwrap_or_default();
-        let cpu = self.idx.events.get(seq as usize).map(|e| u32::from(e.cpu));
-        let losses = &self.idx.losses;
-        let i = losses.partition_point(|l| l.before_seq < seq);
-        let dropped_before = losses[i..]
-            .iter()
-            .take_while(|l| l.before_seq == seq)
-            .find(|l| Some(l.cpu) == cpu)
-            .map(|l| l.count);
+        let dropped_before = self.idx.loss_before(seq).map(|l| l.count);
         EventDetail {
             seq,
             name,

@@ -283,7 +283,6 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     );
     let header = Row::new(["TIME", "CPU", "PID", "COMM", "DROP", "EVENT", "INFO"])
         .style(Style::default().add_modifier(Modifier::BOLD));
-    let losses = &app.idx.losses;
     let data: Vec<Row> = (app.eoff..app.eoff + rows)
         .filter_map(|row| Some((row, app.event_at(row)?)))
         .map(|(row, seq)| {
@@ -293,11 +292,9 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
                 .get(&seq)
                 .cloned()
                 .unwrap_or_else(|| (app.idx.event_name(seq), String::new()));
-            let i = losses.partition_point(|l| l.before_seq < seq);
-            let drop = losses[i..]
-                .iter()
-                .take_while(|l| l.before_seq == seq)
-                .find(|l| l.cpu == u32::from(e.cpu))
+            let drop = app
+                .idx
+                .loss_before(seq)
                 .map(|l| match l.count {
                     Some(n) => format!("v{n}"),
                     None => "v?".to_string(),

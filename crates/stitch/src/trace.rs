@@ -308,6 +308,17 @@ pub struct Index {
 }
 
 impl Index {
+    /// The loss placed just before event `seq` on that event's CPU (events
+    /// were dropped there right before it), if any.
+    pub fn loss_before(&self, seq: u64) -> Option<&LossMark> {
+        let cpu = u32::from(self.events.get(seq as usize)?.cpu);
+        let i = self.losses.partition_point(|l| l.before_seq < seq);
+        self.losses[i..]
+            .iter()
+            .take_while(|l| l.before_seq == seq)
+            .find(|l| l.cpu == cpu)
+    }
+
     /// Builds the index from a sequence of items (records and losses): the
     /// core of [`crate::file::load`], usable without a file.
     pub fn build<'a, E: std::fmt::Display>(
