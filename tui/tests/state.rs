@@ -135,16 +135,7 @@ fn sort_by_columns_and_reverse() {
 fn filters_by_pid_comm_event_and_clear() {
     let f = fixture(None);
     let (mut app, mut src) = open(&f, (100, 24));
-    send(
-        &mut app,
-        &mut src,
-        &[
-            Msg::StartPrompt(Prompt::Comm),
-            Msg::Char('o'),
-            Msg::Char('t'),
-            Msg::Submit,
-        ],
-    );
+    send(&mut app, &mut src, &type_in(Prompt::Comm, "ot"));
     assert_eq!(app.filter.comm.as_deref(), Some("ot"));
     assert_eq!(app.groups.len(), 1);
     assert_eq!(app.event_count(), 2);
@@ -152,27 +143,13 @@ fn filters_by_pid_comm_event_and_clear() {
     send(&mut app, &mut src, &[Msg::ClearFilters]);
     assert_eq!((app.groups.len(), app.event_count()), (3, 10));
     assert_eq!(app.events, None);
-    send(
-        &mut app,
-        &mut src,
-        &[
-            Msg::StartPrompt(Prompt::Event),
-            Msg::Char('e'),
-            Msg::Char('x'),
-            Msg::Char('i'),
-            Msg::Submit,
-        ],
-    );
+    send(&mut app, &mut src, &type_in(Prompt::Event, "exi"));
     // Only pid 100's first group has a sys_exit.
     assert_eq!(app.groups.len(), 1);
     assert_eq!(app.event_count(), 1);
     assert_eq!(app.event_at(0), Some(5));
     // A bad pid is refused and leaves the filters alone.
-    send(
-        &mut app,
-        &mut src,
-        &[Msg::StartPrompt(Prompt::Pid), Msg::Char('z'), Msg::Submit],
-    );
+    send(&mut app, &mut src, &type_in(Prompt::Pid, "z"));
     assert_eq!(app.message, "not a pid: z");
     assert_eq!(app.filter.pid, None);
     // The prompt starts from the current value; emptying it clears.
@@ -200,17 +177,7 @@ fn search_next_previous_and_wrap() {
     let (mut app, mut src) = open(&f, (100, 24));
     send(&mut app, &mut src, &[Msg::SearchNext]);
     assert_eq!(app.message, "no search: press / first");
-    send(
-        &mut app,
-        &mut src,
-        &[
-            Msg::StartPrompt(Prompt::Search),
-            Msg::Char('a'),
-            Msg::Char('p'),
-            Msg::Char('p'),
-            Msg::Submit,
-        ],
-    );
+    send(&mut app, &mut src, &type_in(Prompt::Search, "app"));
     // From group 0, the next "app" group is row 2.
     assert_eq!(app.gsel, 2);
     assert_eq!(app.message, "/app: row 3");
@@ -221,31 +188,10 @@ fn search_next_previous_and_wrap() {
     assert_eq!(app.gsel, 2);
     assert_eq!(app.message, "/app: row 3 (wrapped)");
     // In the events tab the field text is searched too.
-    send(
-        &mut app,
-        &mut src,
-        &[
-            Msg::ShowTab(Tab::Events),
-            Msg::StartPrompt(Prompt::Search),
-            Msg::Char('='),
-            Msg::Char(' '),
-            Msg::Char('5'),
-            Msg::Submit,
-        ],
-    );
+    send(&mut app, &mut src, &[Msg::ShowTab(Tab::Events)]);
+    send(&mut app, &mut src, &type_in(Prompt::Search, "= 5"));
     assert_eq!(app.event_at(app.esel), Some(5));
-    send(
-        &mut app,
-        &mut src,
-        &[
-            Msg::StartPrompt(Prompt::Search),
-            Msg::Char('n'),
-            Msg::Char('o'),
-            Msg::Char('p'),
-            Msg::Char('e'),
-            Msg::Submit,
-        ],
-    );
+    send(&mut app, &mut src, &type_in(Prompt::Search, "nope"));
     assert_eq!(app.message, "not found: nope");
     assert_eq!(app.event_at(app.esel), Some(5));
 }

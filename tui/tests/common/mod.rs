@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use stitch::testdata;
-use tui::app::{App, Msg};
+use tui::app::{App, Msg, Prompt};
 use tui::source::{FileSource, Source};
 
 /// The fixture trace written into a fresh temporary directory.
@@ -40,6 +40,14 @@ pub fn send(app: &mut App, src: &mut dyn Source, msgs: &[Msg]) {
     for m in msgs {
         app.update(m.clone(), src);
     }
+}
+
+/// The messages of typing `text` into the `kind` prompt and pressing Enter.
+pub fn type_in(kind: Prompt, text: &str) -> Vec<Msg> {
+    let mut msgs = vec![Msg::StartPrompt(kind)];
+    msgs.extend(text.chars().map(Msg::Char));
+    msgs.push(Msg::Submit);
+    msgs
 }
 
 /// Renders into a TestBackend of the app's size and returns the screen as
