@@ -371,18 +371,22 @@ pub mod build {
 
         /// Appends a time extend of `delta` nanoseconds.
         pub fn time_extend(mut self, delta: u64) -> Self {
-            self.word(30, (delta & ((1 << 27) - 1)) as u32);
-            self.data
-                .extend_from_slice(&((delta >> 27) as u32).to_le_bytes());
+            self.time_item(30, delta);
             self
         }
 
         /// Appends an absolute time stamp (low 59 bits of `ts`).
         pub fn time_stamp(mut self, ts: u64) -> Self {
-            self.word(31, (ts & ((1 << 27) - 1)) as u32);
-            self.data
-                .extend_from_slice(&((ts >> 27) as u32).to_le_bytes());
+            self.time_item(31, ts);
             self
+        }
+
+        /// A time item of `type_len`: the low 27 bits of `t` in its header
+        /// word, the next 32 bits in the word after it.
+        fn time_item(&mut self, type_len: u32, t: u64) {
+            self.word(type_len, (t & ((1 << 27) - 1)) as u32);
+            self.data
+                .extend_from_slice(&((t >> 27) as u32).to_le_bytes());
         }
 
         /// Appends a padding of `len` bytes after its two header words.
