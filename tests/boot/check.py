@@ -577,8 +577,17 @@ def case_tc_record(ctx, files):
     tc, _ = tc_cookies(files)
     mine = [g for g in rep["groups"] if g["pid"] == pid]
     expect(all(g["kind"] == "deferred" for g in mine), "non-deferred groups for ustest")
-    bad = [(g["cookie"], g["status"]) for g in mine if g["status"] != "complete"]
-    expect(not bad, f"groups of ustest not complete: {bad[:5]}")
+    bad = [g for g in mine if g["status"] != "complete"]
+    for g in bad[:5]:
+        n = tc.get((pid, int(g["cookie"], 16)), [0, 0])
+        ev = ", ".join(f"{e['name']}@{e['ts']}" for e in g["events"][:3])
+        ctx.diag(f"group {g['cookie']} {g['status']}: events {ev}; trace-cmd shows {n[0]} cookie and "
+                 f"{n[1]} stack events for it")
+        same = [h for h in mine if h is not g and h["cookie"] == g["cookie"] and h["user_stack"]]
+        if same and n[1] == 1:
+            ctx.diag(f"  its one stack event came at {same[0]['user_stack']['ts']}, before these events: "
+                     "the cookie was announced again in the same kernel entry after the unwind ran")
+    expect(not bad, f"groups of ustest not complete: {[(g['cookie'], g['status']) for g in bad[:5]]}")
     sys_groups = [g for g in mine if any(syscall_nr(e) == NR_NANOSLEEP for e in g["events"])]
     expect(len(sys_groups) == n, f"{len(sys_groups)} groups with a nanosleep, ustest made {n}")
     cookies = [g["cookie"] for g in mine]
