@@ -33,7 +33,8 @@ LIBC_START = re.compile(r"^(__libc_start\w*|_start)$")
 NR_NANOSLEEP, NR_GETPID, NR_EXIT_GROUP = 35, 39, 231
 
 SPLAT = re.compile(
-    r"Kernel panic|BUG:|WARNING:|Oops|general protection fault|"
+    r"Kernel panic|BUG:|kernel BUG at|WARNING:|Oops|general protection fault|panicked at|"
+    r"UBSAN:|KASAN:|detected stalls?|"
     r"possible recursive locking|possible circular locking|inconsistent lock state|"
     r"possible irq lock inversion|suspicious RCU usage|lock held when returning|"
     r"DEBUG_LOCKS_WARN_ON|list_add corruption|list_del corruption|KFENCE:|"
