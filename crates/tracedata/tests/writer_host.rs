@@ -52,7 +52,10 @@ fn missing_prerequisite() -> Option<String> {
         Ok(_) => {}
         Err(e) => return Some(format!("trace-cmd not runnable: {e}")),
     }
-    let probe = instances.join(format!("tracedata-probe-{}", std::process::id()));
+    // One name per call: the tests of this file probe concurrently.
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = instances.join(format!("tracedata-probe-{}-{n}", std::process::id()));
     match fs::create_dir(&probe) {
         Ok(()) => {
             let _ = fs::remove_dir(&probe);
