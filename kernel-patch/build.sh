@@ -7,7 +7,7 @@
 # under $USTACK_CACHE (default $HOME/.cache/ustack) and keyed, so a second run only
 # redoes what changed. See Documentation/boot-tests.md.
 #
-# usage: kernel-patch/build.sh [--prereqs] [--print-env] [--print-bzimage] [--force-config]
+# usage: kernel-patch/build.sh [--prereqs|--print-env|--print-bzimage|--print-src|--each|--checkpatch] [--force]
 #   (no option)      prerequisites + kernel build; prints the bzImage path last
 #   --prereqs        only install the prerequisites, then write $USTACK_CACHE/env.sh
 #                    (source it to get LIBCLANG_PATH, RUST_LIB_SRC and bindgen on PATH)
@@ -18,7 +18,8 @@
 #                    (incremental, so each step costs only what the patch touches),
 #                    then leave the tree at the whole series
 #   --checkpatch     scripts/checkpatch.pl --strict on every patch of the series
-#   --force-config   regenerate .config even if the fragments did not change
+#   --force          regenerate .config and run make even if no input changed
+#                    (e.g. with KBUILD_EXTRA="W=1"); --force-config is the same
 # env:
 #   USTACK_CACHE     cache root (default $HOME/.cache/ustack)
 #   JOBS             make -j (default nproc)
@@ -54,7 +55,7 @@ for a in "$@"; do
 	--print-src) MODE=print-src ;;
 	--each) MODE=each ;;
 	--checkpatch) MODE=checkpatch ;;
-	--force-config) FORCE_CONFIG=1 ;;
+	--force-config | --force) FORCE_CONFIG=1 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
 	esac
@@ -399,22 +400,30 @@ configure() {
 	kmake -s olddefconfig >>"$KOUT/config.log" 2>&1 || { tail "$KOUT/config.log" >&2; die "olddefconfig failed"; }
 	# every =y / =n / value asked for by a fragment must have survived (RUST drops silently
 	# when rustavailable fails; TRACER_USER_UNWIND does not exist without the series)
+	# ustack.config names the series' own symbol, absent before its Kconfig patch
+	# (empty series, --each steps): only a note. Any other dropped line is an error:
+	# the boot tests must not silently run without lockdep, KUnit, SMP...
 	for f in $(fragments); do
 		while IFS= read -r line; do
 			case $line in
 			CONFIG_*=n) sym=${line%%=*}
-				if grep -q "^$sym=" "$KOUT/.config"; then log "warning: $f: $sym should be off"; missing=1; fi ;;
-			CONFIG_*=*) if ! grep -qxF "$line" "$KOUT/.config"; then log "note: $(basename "$f"): $line not set (now: $(grep "^${line%%=*}=" "$KOUT/.config" || echo unset))"; fi ;;
+				if grep -q "^$sym=" "$KOUT/.config"; then log "$(basename "$f"): $sym should be off"; missing=1; fi ;;
+			CONFIG_*=*) if ! grep -qxF "$line" "$KOUT/.config"; then
+					log "$(basename "$f"): $line not set (now: $(grep "^${line%%=*}=" "$KOUT/.config" || echo unset))"
+					[ "$(basename "$f")" = ustack.config ] || missing=1
+				fi ;;
 			esac
 		done <"$f"
 	done
 	grep -q '^CONFIG_RUST=y' "$KOUT/.config" || die "CONFIG_RUST got dropped (rustavailable / LIBCLANG_PATH?)"
+	[ "$missing" = 0 ] || die "the configuration lost options the fragments ask for (see above)"
 	echo "$key" >"$KOUT/.ustack-config-key"
 }
 
 build() {
 	local key=$1
-	if [ "$(cat "$KOUT/.ustack-build-key" 2>/dev/null)" = "$key" ] && [ -f "$KOUT/arch/x86/boot/bzImage" ]; then
+	if [ "$FORCE_CONFIG" = 0 ] && [ "$(cat "$KOUT/.ustack-build-key" 2>/dev/null)" = "$key" ] &&
+		[ -f "$KOUT/arch/x86/boot/bzImage" ]; then
 		log "bzImage up to date (key $key)"
 		return 0
 	fi
