@@ -48,6 +48,9 @@ fi
 [ -f "$BZ" ] || die "no bzImage at $BZ"
 phase_done kernel
 
+# host packages tracer-cli's build and the guest need (trace-cmd, libtraceevent...)
+"$REPO/scripts/install-deps.sh" >/dev/null || die "scripts/install-deps.sh failed"
+
 # ---- 2. the judge's own self-tests (it must be able to fail), then guest userspace
 mkdir -p "$WORK" "$OUT"
 python3 -m unittest discover -s "$HERE" -p 'test_*.py' >"$WORK/selftest.log" 2>&1 ||
