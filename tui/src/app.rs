@@ -400,50 +400,43 @@ impl App {
         self.idx.comms.get(pid)
     }
 
+    /// Whether task `pid` passes the pid and comm filters.
+    fn task_matches(&self, pid: i32) -> bool {
+        self.filter.pid.is_none_or(|p| p == pid)
+            && self
+                .filter
+                .comm
+                .as_ref()
+                .is_none_or(|c| self.comm_of(pid).contains(c.as_str()))
+    }
+
+    /// Whether an event of format `id` passes the event name filter.
+    fn name_matches(&self, id: u16) -> bool {
+        self.filter.event.as_ref().is_none_or(|n| {
+            self.idx
+                .formats
+                .get(&id)
+                .is_some_and(|f| f.name.contains(n.as_str()))
+        })
+    }
+
     fn event_matches(&self, seq: u64) -> bool {
-        let Some(e) = self.idx.events.get(seq as usize) else {
-            return false;
-        };
-        if self.filter.pid.is_some_and(|p| p != e.pid) {
-            return false;
-        }
-        if let Some(c) = &self.filter.comm {
-            if !self.comm_of(e.pid).contains(c.as_str()) {
-                return false;
-            }
-        }
-        if let Some(n) = &self.filter.event {
-            match self.idx.formats.get(&e.id) {
-                Some(f) if f.name.contains(n.as_str()) => {}
-                _ => return false,
-            }
-        }
-        true
+        self.idx
+            .events
+            .get(seq as usize)
+            .is_some_and(|e| self.task_matches(e.pid) && self.name_matches(e.id))
     }
 
     fn group_matches(&self, g: usize) -> bool {
         let grp = &self.idx.stitched.groups[g];
-        if self.filter.pid.is_some_and(|p| p != grp.pid) {
-            return false;
-        }
-        if let Some(c) = &self.filter.comm {
-            if !self.comm_of(grp.pid).contains(c.as_str()) {
-                return false;
-            }
-        }
-        if let Some(n) = &self.filter.event {
-            let any = grp.events.iter().any(|e| {
-                self.idx
-                    .events
-                    .get(e.seq as usize)
-                    .and_then(|m| self.idx.formats.get(&m.id))
-                    .is_some_and(|f| f.name.contains(n.as_str()))
-            });
-            if !any {
-                return false;
-            }
-        }
-        true
+        self.task_matches(grp.pid)
+            && (self.filter.event.is_none()
+                || grp.events.iter().any(|e| {
+                    self.idx
+                        .events
+                        .get(e.seq as usize)
+                        .is_some_and(|m| self.name_matches(m.id))
+                }))
     }
 
     /// Recomputes the visible groups and events after a filter or sort
