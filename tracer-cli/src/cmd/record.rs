@@ -37,7 +37,8 @@ mod tracee;
 
 pub(crate) use maps::{MapsStore, MapsTracker, StackPidScanner};
 pub(crate) use output::{buffer_data, collect_meta, write_dat, write_options, TempFiles};
-use readers::{reader_thread, Progress, Readers};
+pub(crate) use readers::reader_thread;
+use readers::{Progress, Readers};
 pub(crate) use session::{pair_filters_of, setup, HeldChild, Session};
 pub use session::{TraceOpts, UserStacks};
 pub(crate) use tracee::TracedCommand;

@@ -10,12 +10,11 @@
 //! them and the view is refreshed, keeping the selection, filters and sort.
 //! On quit, tracing is restored and, with `-o`, the full trace is saved.
 
-use std::fs::File;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, Result};
 use tracedata::compress::Compression;
@@ -23,8 +22,8 @@ use tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
 use tracefs::{signals, CpuStats};
 
 use super::record::{
-    collect_meta, pair_filters_of, setup, write_dat, HeldChild, MapsTracker, Session, TempFiles,
-    TraceOpts,
+    collect_meta, pair_filters_of, reader_thread, setup, write_dat, HeldChild, MapsTracker,
+    Session, TempFiles, TraceOpts,
 };
 
 /// Arguments of `tracer-cli tui`.
@@ -87,25 +86,6 @@ struct Reader {
     stop: Arc<AtomicBool>,
     bytes: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<tracefs::Result<()>>>,
-}
-
-fn reader_loop(
-    mut r: tracefs::CpuReader,
-    mut out: File,
-    stop: Arc<AtomicBool>,
-    bytes: Arc<AtomicU64>,
-) -> tracefs::Result<()> {
-    while !stop.load(Ordering::SeqCst) {
-        let ready = r.wait(Duration::from_millis(100))?;
-        let n = r.splice_into(&out, 4 << 20)?;
-        bytes.fetch_add(n, Ordering::Relaxed);
-        if ready && n == 0 {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    let d = r.flush_into(&mut out)?;
-    bytes.fetch_add(d.bytes, Ordering::Relaxed);
-    Ok(())
 }
 
 /// The live recording behind the TUI.
@@ -289,7 +269,7 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
         let (s2, b2) = (stop.clone(), bytes.clone());
         let thread = std::thread::Builder::new()
             .name(format!("live-cpu{cpu}"))
-            .spawn(move || reader_loop(r, file, s2, b2))
+            .spawn(move || reader_thread(r, file, s2, b2).map(drop))
             .context("cannot start a reader thread")?;
         readers.push(Reader {
             stop,

@@ -9,7 +9,7 @@ use std::time::Duration;
 use tracefs::Instance;
 
 /// What one reader thread reports when it is done.
-pub(super) struct ReaderResult {
+pub(crate) struct ReaderResult {
     pub bytes: u64,
     pub flushed: tracefs::DrainStats,
 }
@@ -53,7 +53,10 @@ impl Drop for Readers {
     }
 }
 
-pub(super) fn reader_thread(
+/// The body of one CPU's reader thread (`record` and `tui --live`):
+/// splices whole pages from `reader` into `out` until `flush` is set, then
+/// drains what is left, partial page included; `bytes` counts what moved.
+pub(crate) fn reader_thread(
     mut reader: tracefs::CpuReader,
     mut out: File,
     flush: Arc<AtomicBool>,
