@@ -19,6 +19,10 @@
 //!   and cookie: the open group, or the one closed just before (the stack can
 //!   appear slightly out of order when it was written on another CPU). Any
 //!   other stack is an orphan: its request side was lost.
+//! * A cookie event whose cookie matches the group of the same pid that got
+//!   its stack last joins that group: the kernel entry went on after the
+//!   unwind callback ran (a signal or ptrace stop on the way back to user
+//!   space), and the unwinder hands out the same cookie without a new stack.
 //! * At the end of the trace, an open group is pending, unless events were
 //!   dropped (on any CPU, since the task may have migrated) while it was
 //!   open: then its stack is counted as lost.
@@ -319,6 +323,12 @@ struct TaskState {
     /// The group closed last without a stack (a late stack may still
     /// match it by cookie).
     prev: Option<usize>,
+    /// The group that got its stack last. The unwinder delivers one stack
+    /// per kernel entry, but the entry can go on after the callback ran
+    /// (a signal or ptrace stop on the way back to user space): further
+    /// requests get the same cookie and no new stack, so their events join
+    /// this group.
+    done: Option<usize>,
 }
 
 /// Incremental stitcher: push inputs in time order, then finish.
@@ -506,7 +516,10 @@ impl Stitcher {
         let prev_match = state
             .prev
             .filter(|&g| self.out.groups[g].cookie == Some(cookie));
-        let g = if let Some(g) = open_match.or(prev_match) {
+        let done_match = state.done.filter(|&g| {
+            self.out.groups[g].cookie == Some(cookie) && self.out.groups[g].user_stack.is_some()
+        });
+        let g = if let Some(g) = open_match.or(prev_match).or(done_match) {
             g
         } else {
             // A new kernel entry: whatever was open never got its stack.
@@ -546,6 +559,7 @@ impl Stitcher {
             let t = self.tasks.entry(pid).or_default();
             t.open = None;
             t.prev = None;
+            t.done = Some(g);
         } else if let Some(g) = state.prev.filter(|&g| matches(g, &self.out)) {
             // Late stack of the group closed just before: the cookie matches,
             // so it is safe to attach.
@@ -553,7 +567,9 @@ impl Stitcher {
             grp.user_stack = Some(stack_ref);
             grp.status = Status::Complete;
             grp.last_ts = grp.last_ts.max(ts);
-            self.tasks.entry(pid).or_default().prev = None;
+            let t = self.tasks.entry(pid).or_default();
+            t.prev = None;
+            t.done = Some(g);
         } else {
             // The request side of this stack was lost. The task is back in
             // user space, so an open group of another cookie lost its stack.

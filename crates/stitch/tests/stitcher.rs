@@ -487,3 +487,66 @@ fn only_a_few_recent_events_are_candidates() {
     );
     assert_eq!(s.cookies_without_event, 1);
 }
+
+#[test]
+fn cookie_after_its_stack_joins_the_completed_group() {
+    // exec under ptrace: the unwind callback runs on the way back to user
+    // space, then the task stops (sched_switch) before it gets there. The
+    // request of that stop returns the same cookie and no new stack.
+    let s = stitch([
+        k(0, 0, 100, 42),
+        c(1, 0, 101, 42, 0x3_0000_0001),
+        us(2, 0, 120, 42, 0x3_0000_0001, &[0x401000, 0x401100]),
+        k(3, 0, 130, 42),
+        c(4, 0, 131, 42, 0x3_0000_0001),
+        // The next kernel entry has a new cookie and its own stack.
+        k(5, 1, 200, 42),
+        c(6, 1, 201, 42, 0x5_0000_0002),
+        us(7, 1, 210, 42, 0x5_0000_0002, &[0x401200]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(0x3_0000_0001),
+                Status::Complete,
+                vec![0, 3],
+                Some(vec![0x401000, 0x401100])
+            ),
+            (
+                42,
+                Some(0x5_0000_0002),
+                Status::Complete,
+                vec![5],
+                Some(vec![0x401200])
+            ),
+        ]
+    );
+    assert_eq!(s.groups[0].cookie_events, 2);
+}
+
+#[test]
+fn cookie_after_stack_of_another_entry_opens_a_new_group() {
+    // Same pid, different cookie after a completed group: a new entry.
+    let s = stitch([
+        k(0, 0, 100, 42),
+        c(1, 0, 101, 42, 0x3_0000_0001),
+        us(2, 0, 120, 42, 0x3_0000_0001, &[0x401000]),
+        k(3, 0, 130, 42),
+        c(4, 0, 131, 42, 0x7_0000_0001),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(0x3_0000_0001),
+                Status::Complete,
+                vec![0],
+                Some(vec![0x401000])
+            ),
+            (42, Some(0x7_0000_0001), Status::Pending, vec![3], None),
+        ]
+    );
+}
