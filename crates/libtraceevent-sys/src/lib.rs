@@ -336,6 +336,7 @@ pub enum Print {
 pub struct Tep {
     tep: *mut tep_handle,
     plugins: *mut tep_plugin_list,
+    skipped: Vec<TepError>,
 }
 
 impl Tep {
@@ -364,6 +365,7 @@ impl Tep {
         Ok(Tep {
             tep,
             plugins: std::ptr::null_mut(),
+            skipped: Vec::new(),
         })
     }
 
@@ -372,8 +374,10 @@ impl Tep {
     /// kallsyms, printk formats and saved cmdlines.
     ///
     /// Only a bad header page is an error. A format libtraceevent cannot
-    /// parse is skipped, as trace-cmd does (its events print without their
-    /// info). The kallsyms, printk formats and cmdlines sections are each
+    /// parse, or one [`Tep::parse_event`] refuses (e.g. one that could divide
+    /// by zero), is skipped, as trace-cmd skips the formats libtraceevent
+    /// cannot parse (their events print without their info); why is in
+    /// [`Tep::skipped_formats`]. The kallsyms, printk formats and cmdlines sections are each
     /// tried; the second value lists those libtraceevent rejected, in that
     /// order: `trace-cmd report` treats them as fatal, callers that only
     /// want event info may ignore them.
@@ -383,11 +387,15 @@ impl Tep {
         t.load_plugins();
         t.parse_header_page(s.header_page, s.long_size)?;
         for f in s.ftrace_formats {
-            let _ = t.parse_event(f, "ftrace");
+            if let Err(e) = t.parse_event(f, "ftrace") {
+                t.skipped.push(e);
+            }
         }
         for (sys, list) in s.event_formats {
             for f in list {
-                let _ = t.parse_event(f, sys);
+                if let Err(e) = t.parse_event(f, sys) {
+                    t.skipped.push(e);
+                }
             }
         }
         let mut rejected = Vec::new();
@@ -401,6 +409,13 @@ impl Tep {
             rejected.extend(t.parse_saved_cmdlines(s.cmdlines).err());
         }
         Ok((t, rejected))
+    }
+
+    /// The event formats [`Tep::load`] skipped, each with why
+    /// (libtraceevent's error or the reason [`Tep::parse_event`] refused it),
+    /// in the order of the file.
+    pub fn skipped_formats(&self) -> &[TepError] {
+        &self.skipped
     }
 
     /// Appends libtraceevent's text `what` of `rec` to `seq`.
@@ -488,6 +503,12 @@ impl Tep {
     /// refused without calling libtraceevent: 1.7 crashes on some (e.g. in
     /// an array size, as in `char comm[\xe96]` or `long caller[\x04c`), and
     /// the kernel's format files have no other bytes.
+    ///
+    /// A format whose print fmt arguments divide (`/` or `%`) by anything
+    /// but a non-zero integer constant or a `sizeof(...)` is refused too:
+    /// libtraceevent 1.7 evaluates the division for each record and the
+    /// whole process dies of SIGFPE when the divisor is 0 (e.g. a corrupt
+    /// `R%C->id`, or a field that is 0 in a record). See [`unsafe_division`].
     pub fn parse_event(&mut self, text: &[u8], system: &str) -> Result<(), TepError> {
         if !text
             .iter()
@@ -495,6 +516,12 @@ impl Tep {
         {
             return Err(TepError(format!(
                 "an event format of {system} is not printable ASCII"
+            )));
+        }
+        if let Some(why) = unsafe_division(text) {
+            return Err(TepError(format!(
+                "an event format of {system} ({}) is refused: {why}",
+                event_name(text)
             )));
         }
         let sys = CString::new(system).map_err(|_| TepError("bad system name".into()))?;
@@ -588,6 +615,202 @@ impl Drop for Tep {
             tep_free(self.tep);
         }
     }
+}
+
+/// The `name:` of an event format, or `?`.
+fn event_name(format: &[u8]) -> String {
+    String::from_utf8_lossy(format)
+        .lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map_or_else(|| "?".into(), |n| n.trim().to_string())
+}
+
+/// A token of a print fmt argument list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok<'a> {
+    /// A string or char literal (its text does not matter).
+    Literal,
+    /// A number as written, suffixes included (`1000`, `0x10`, `1000L`).
+    Number(&'a str),
+    /// An identifier or keyword.
+    Ident(&'a str),
+    /// Any other byte (operators and punctuation, one byte each).
+    Punct(u8),
+}
+
+/// The end of the string or char literal that starts at `s[start]` (the
+/// index after its closing quote, or `s.len()` if it is not closed).
+fn literal_end(s: &[u8], start: usize) -> usize {
+    let quote = s[start];
+    let mut i = start + 1;
+    while i < s.len() {
+        match s[i] {
+            b'\\' => i += 2,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    s.len()
+}
+
+/// Splits C expression text into tokens, keeping the contents of string
+/// and char literals (`"%d%%"`, `'/'`) out of the operators.
+fn tokenize(text: &str) -> Vec<Tok<'_>> {
+    let s = text.as_bytes();
+    let word = |i: usize| {
+        s[i..]
+            .iter()
+            .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .map_or(s.len(), |n| i + n)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'"' || c == b'\'' {
+            i = literal_end(s, i);
+            out.push(Tok::Literal);
+        } else if c.is_ascii_digit() {
+            let e = word(i);
+            out.push(Tok::Number(&text[i..e]));
+            i = e;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let e = word(i);
+            out.push(Tok::Ident(&text[i..e]));
+            i = e;
+        } else {
+            out.push(Tok::Punct(c));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The value of a C integer constant (`1000`, `0x3e8`, `01750`, with `u`/`l`
+/// suffixes), or `None` if `n` is not one.
+fn int_constant(n: &str) -> Option<u64> {
+    let digits = n.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(h, 16).ok()
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        u64::from_str_radix(&digits[1..], 8).ok()
+    } else {
+        digits.parse().ok()
+    }
+}
+
+/// The declared sizes of the fields of an event format, by field name.
+fn field_sizes(format: &str) -> Vec<(&str, Option<u64>)> {
+    let mut out = Vec::new();
+    for line in format.lines() {
+        let Some(rest) = line.trim_start().strip_prefix("field:") else {
+            continue;
+        };
+        let decl = rest.split(';').next().unwrap_or("");
+        // The name is the last identifier outside brackets
+        // (`char comm[16]`, `__data_loc char[] msg`).
+        let mut depth = 0usize;
+        let mut name = None;
+        for t in tokenize(decl) {
+            match t {
+                Tok::Punct(b'[') => depth += 1,
+                Tok::Punct(b']') => depth = depth.saturating_sub(1),
+                Tok::Ident(id) if depth == 0 => name = Some(id),
+                _ => {}
+            }
+        }
+        let size = rest
+            .split(';')
+            .find_map(|p| p.trim().strip_prefix("size:"))
+            .and_then(|v| v.trim().parse().ok());
+        if let Some(n) = name {
+            out.push((n, size));
+        }
+    }
+    out
+}
+
+/// Why the print fmt arguments of the event format `format` could make
+/// libtraceevent divide by zero, or `None` if they cannot.
+///
+/// libtraceevent 1.7 evaluates `/` and `%` of the arguments for every
+/// record and does not check the divisor, so a divisor of 0 kills the
+/// process with SIGFPE. Only the argument list after the format string is
+/// looked at (a `%` in a string or char literal is no operator), and a
+/// divisor must be a non-zero integer constant (`% 1000`, `/ 1000L`) or a
+/// `sizeof(...)` (of a type, or of a `REC->field` whose declared size is
+/// not 0). Everything else, e.g. `/ REC->count` or the `% C->id` of a
+/// corrupt `R%C->id`, is reported.
+pub fn unsafe_division(format: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(format).ok()?;
+    let (_, print) = text.split_once("print fmt:")?;
+    let fmt_start = print.find('"')?;
+    let args = &print[literal_end(print.as_bytes(), fmt_start)..];
+    let toks = tokenize(args);
+    for (i, t) in toks.iter().enumerate() {
+        let op = match *t {
+            Tok::Punct(c @ (b'/' | b'%')) => c as char,
+            _ => continue,
+        };
+        let shown = |n: usize| {
+            toks[i + 1..]
+                .iter()
+                .take(n)
+                .map(|t| match t {
+                    Tok::Literal => "\"...\"".to_string(),
+                    Tok::Number(s) | Tok::Ident(s) => s.to_string(),
+                    Tok::Punct(c) => (*c as char).to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match toks.get(i + 1) {
+            Some(Tok::Number(n)) => match int_constant(n) {
+                None => return Some(format!("'{op}' by {n}, not an integer constant")),
+                Some(0) => return Some(format!("'{op}' by 0")),
+                Some(_) => {
+                    // A postfix operator would make the constant only a part
+                    // of the divisor (`4[p]`, `4(x)`).
+                    if let Some(Tok::Punct(b'[' | b'(' | b'.')) = toks.get(i + 2) {
+                        return Some(format!("'{op}' by '{}'", shown(2)));
+                    }
+                }
+            },
+            Some(Tok::Ident("sizeof")) => {
+                if toks.get(i + 2) != Some(&Tok::Punct(b'(')) {
+                    return Some(format!("'{op}' by '{}'", shown(2)));
+                }
+                let close = toks[i + 3..]
+                    .iter()
+                    .position(|t| *t == Tok::Punct(b')'))
+                    .map(|n| i + 3 + n);
+                let Some(close) = close else {
+                    return Some(format!("'{op}' by an unclosed sizeof"));
+                };
+                // sizeof(REC->field) is the field's declared size.
+                if let [Tok::Ident("REC"), Tok::Punct(b'-'), Tok::Punct(b'>'), Tok::Ident(f)] =
+                    toks[i + 3..close]
+                {
+                    let size = field_sizes(text)
+                        .into_iter()
+                        .find(|(n, _)| *n == f)
+                        .and_then(|(_, s)| s);
+                    if !matches!(size, Some(s) if s > 0) {
+                        return Some(format!(
+                            "'{op}' by sizeof(REC->{f}), of no field of non-zero size"
+                        ));
+                    }
+                }
+            }
+            _ => return Some(format!("'{op}' by '{}', not a constant", shown(3))),
+        }
+    }
+    None
 }
 
 /// An owned `trace_seq`.
@@ -751,5 +974,140 @@ print fmt: \"value=%d\", REC->value\n";
         );
         // SAFETY: tep and rec are valid.
         assert_eq!(unsafe { tep_data_pid(tep.as_ptr(), &mut rec) }, 77);
+    }
+}
+
+#[cfg(test)]
+mod division {
+    use super::*;
+
+    /// An event format with fields `a` (u32) and `b` (u32, or of `b_size`
+    /// bytes) and the print fmt `print`.
+    fn format(print: &str) -> String {
+        format!(
+            "name: ev\nID: 42\nformat:\n\
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+\tfield:unsigned int a;\toffset:8;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned int b;\toffset:12;\tsize:4;\tsigned:0;\n\
+\tfield:char empty[0];\toffset:16;\tsize:0;\tsigned:0;\n\n\
+print fmt: {print}\n"
+        )
+    }
+
+    fn verdict(print: &str) -> Result<(), TepError> {
+        let mut tep = Tep::new(8, 4096).unwrap();
+        tep.parse_event(format(print).as_bytes(), "test")
+    }
+
+    fn refused(print: &str, why: &str) {
+        assert_eq!(
+            verdict(print),
+            Err(TepError(format!(
+                "an event format of test (ev) is refused: {why}"
+            ))),
+            "{print}"
+        );
+    }
+
+    #[test]
+    fn division_by_a_field_is_refused() {
+        refused(
+            r#""q=%u", REC->a / REC->b"#,
+            "'/' by 'REC - >', not a constant",
+        );
+        refused(
+            r#""r=%u", REC->a % REC->b"#,
+            "'%' by 'REC - >', not a constant",
+        );
+        // The corruption that was found: REC->id mangled into R%C->id.
+        refused(r#""id=%u", R%C->a"#, "'%' by 'C - >', not a constant");
+        // Inside a helper's arguments too.
+        refused(
+            r#""s=%s", __print_symbolic(REC->a / (REC->b), { 0, "zero" })"#,
+            "'/' by '( REC -', not a constant",
+        );
+    }
+
+    #[test]
+    fn division_by_constants_and_sizeof_is_accepted() {
+        assert_eq!(verdict(r#""ms=%u", REC->a % 1000"#), Ok(()));
+        assert_eq!(verdict(r#""ms=%u", REC->a / 1000L"#), Ok(()));
+        assert_eq!(verdict(r#""n=%u", REC->a / sizeof(u64)"#), Ok(()));
+        assert_eq!(verdict(r#""n=%u", REC->a / sizeof(unsigned int)"#), Ok(()));
+        assert_eq!(verdict(r#""n=%u", REC->a / sizeof(REC->b)"#), Ok(()));
+        assert_eq!(verdict(r#""h=%u", REC->a % 0x10"#), Ok(()));
+    }
+
+    #[test]
+    fn percent_signs_in_string_and_char_literals_are_not_operators() {
+        assert_eq!(verdict(r#""%d%%", REC->a"#), Ok(()));
+        assert_eq!(verdict(r#""%d%% \"/%s\" %%", REC->a, "/ %""#), Ok(()));
+        assert_eq!(verdict(r#""%c %c", '%', '/'"#), Ok(()));
+        assert_eq!(verdict(r#""%d" " %%/", REC->a"#), Ok(()));
+    }
+
+    #[test]
+    fn division_by_zero_constants_and_empty_fields_is_refused() {
+        refused(r#""q=%u", REC->a / 0"#, "'/' by 0");
+        refused(r#""q=%u", REC->a % 0x0UL"#, "'%' by 0");
+        refused(
+            r#""q=%u", REC->a / sizeof(REC->empty)"#,
+            "'/' by sizeof(REC->empty), of no field of non-zero size",
+        );
+        refused(r#""q=%u", REC->a / 4[REC->b]"#, "'/' by '4 ['");
+        refused(
+            r#""q=%u", REC->a / 10e"#,
+            "'/' by 10e, not an integer constant",
+        );
+    }
+
+    #[test]
+    fn a_refused_format_is_skipped_by_load_with_the_reason() {
+        let good = format(r#""a=%u", REC->a"#).replace("name: ev\nID: 42", "name: good\nID: 43");
+        let bad = format(r#""q=%u", REC->a / REC->b"#);
+        let formats = vec![(
+            "test".to_string(),
+            vec![bad.into_bytes(), good.into_bytes()],
+        )];
+        let (tep, rejected) = Tep::load(&TraceSections {
+            long_size: 8,
+            page_size: 4096,
+            cpus: 1,
+            header_page: b"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
+\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
+\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
+\tfield: char data;\toffset:16;\tsize:4080;\tsigned:1;\n",
+            ftrace_formats: &[],
+            event_formats: &formats,
+            kallsyms: b"",
+            printk_formats: b"",
+            cmdlines: b"",
+        })
+        .unwrap();
+        assert_eq!(rejected, vec![]);
+        assert_eq!(
+            tep.skipped_formats(),
+            [TepError(
+                "an event format of test (ev) is refused: '/' by 'REC - >', not a constant".into()
+            )]
+        );
+        // The refused event is unknown to libtraceevent, the other one is not.
+        // SAFETY: the handle is valid.
+        unsafe {
+            assert!(tep_find_event(tep.as_ptr(), 42).is_null());
+            assert!(!tep_find_event(tep.as_ptr(), 43).is_null());
+        }
+        // Printing a record of the refused event whose divisor is 0 does
+        // not crash: libtraceevent does not know the event.
+        let mut data = [0u8; 16];
+        data[0..2].copy_from_slice(&42u16.to_le_bytes());
+        data[8..12].copy_from_slice(&7u32.to_le_bytes());
+        let mut rec = Record::new(&data, 1, 0);
+        let mut seq = TraceSeq::new();
+        tep.print(&mut seq, &mut rec, Print::Info);
+        assert_eq!(String::from_utf8_lossy(seq.as_bytes()), "[UNKNOWN EVENT]");
     }
 }
