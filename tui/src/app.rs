@@ -315,7 +315,7 @@ impl App {
             .collect();
         group_of_event.sort_unstable();
         let mut drops: Vec<(u32, u64, bool)> = (0..ncpus).map(|c| (c, 0, false)).collect();
-        for (cpu, n, unknown) in idx.stitched.drops_per_cpu() {
+        for (cpu, n, unknown) in idx.drops_per_cpu() {
             match drops.iter_mut().find(|d| d.0 == cpu) {
                 Some(d) => *d = (cpu, n, unknown),
                 None => drops.push((cpu, n, unknown)),

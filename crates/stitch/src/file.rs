@@ -50,7 +50,18 @@ pub fn load(file: &TraceFile, buf: &Buffer) -> Index {
     let formats = file.formats().iter().cloned();
     let comms = Comms::parse(&String::from_utf8_lossy(file.cmdlines()));
     let loc = locator(file, buf);
-    Index::build(formats, comms, &loc, file.records(buf))
+    let mut idx = Index::build(formats, comms, &loc, file.records(buf));
+    idx.kernel_lost = file
+        .cpu_stats()
+        .into_iter()
+        .filter(|b| b.name == buf.name)
+        .flat_map(|b| b.cpus)
+        .filter_map(|c| {
+            let lost = c.value("overrun")? + c.value("dropped events").unwrap_or(0);
+            Some((c.cpu, lost))
+        })
+        .collect();
+    idx
 }
 
 /// The record of an indexed event, read again from the file.

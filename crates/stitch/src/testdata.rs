@@ -139,6 +139,7 @@ pub struct TraceBuilder {
     procmaps: Vec<ProcMap>,
     kallsyms: String,
     page_size: usize,
+    stats: Vec<(u32, String)>,
 }
 
 fn header(id: u16, pid: i32) -> Vec<u8> {
@@ -166,7 +167,14 @@ impl TraceBuilder {
             procmaps: Vec::new(),
             kallsyms: KALLSYMS.to_string(),
             page_size: 4096,
+            stats: Vec::new(),
         }
+    }
+
+    /// Saves `text` as the per-CPU stats of `cpu` (the CPUSTAT option).
+    pub fn cpu_stats(&mut self, cpu: u32, text: &str) -> &mut Self {
+        self.stats.push((cpu, text.to_string()));
+        self
     }
 
     /// Uses another page size (a power of two, at least 256).
@@ -368,7 +376,13 @@ impl TraceBuilder {
         for (i, recs) in self.cpus.iter().enumerate() {
             let p = path.with_extension(format!("cpu{i}"));
             std::fs::write(&p, self.pages(recs)).map_err(|e| tracedata::Error::io(&p, e))?;
-            cpus.push(CpuData::new(i as u32, &p));
+            let mut data = CpuData::new(i as u32, &p);
+            data.stats = self
+                .stats
+                .iter()
+                .find(|(c, _)| *c == i as u32)
+                .map(|(_, t)| t.clone());
+            cpus.push(data);
             tmp.push(p);
         }
         let mut cmdlines = String::new();

@@ -305,6 +305,9 @@ pub struct Index {
     pub comms: Comms,
     /// The first read error (the CPU that failed stops, others go on).
     pub error: Option<String>,
+    /// Events the kernel lost per CPU by its own count (`overrun` plus
+    /// `dropped events` of the per-CPU stats saved in the file), when known.
+    pub kernel_lost: Vec<(u32, u64)>,
 }
 
 impl Index {
@@ -382,7 +385,26 @@ impl Index {
             formats,
             comms,
             error,
+            kernel_lost: Vec::new(),
         }
+    }
+
+    /// Events dropped per CPU, sorted by CPU: `(cpu, count, unknown)`.
+    ///
+    /// The count is the sum of the counts the ring-buffer pages stored.
+    /// When a page only says that events were lost, not how many, the
+    /// kernel's own count for that CPU ([`Index::kernel_lost`]) is used
+    /// instead if the file has it; otherwise `unknown` is set and the count
+    /// is a lower bound.
+    pub fn drops_per_cpu(&self) -> Vec<(u32, u64, bool)> {
+        let mut drops = self.stitched.drops_per_cpu();
+        for d in &mut drops {
+            let kernel = self.kernel_lost.iter().find(|k| k.0 == d.0).map(|k| k.1);
+            if let (true, Some(k)) = (d.2, kernel) {
+                *d = (d.0, k.max(d.1), false);
+            }
+        }
+        drops
     }
 
     /// `system:name` of event `seq`'s format, or `#ID` when unknown.

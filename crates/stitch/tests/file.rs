@@ -109,3 +109,35 @@ fn synthetic_file_is_indexed_and_stitched() {
     );
     assert_eq!(sym.maps().comm(100), Some("app"));
 }
+
+#[test]
+fn loss_of_unknown_size_takes_the_kernel_count_from_cpustat() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.dat");
+    let mut b = stitch::testdata::TraceBuilder::new(3);
+    b.sys_enter(0, 1000, 42, 35)
+        .lost(0, None)
+        .sys_enter(0, 2000, 42, 35)
+        .sys_enter(1, 1100, 43, 35)
+        .lost(1, Some(7))
+        .sys_enter(1, 2100, 43, 35)
+        .sys_enter(2, 1200, 44, 35)
+        .lost(2, None)
+        .sys_enter(2, 2200, 44, 35)
+        .cpu_stats(0, "entries: 2\noverrun: 17784\ndropped events: 16\n")
+        .cpu_stats(1, "entries: 2\noverrun: 7\ndropped events: 0\n");
+    // CPU 2 has no stats: its count stays unknown.
+    b.write(&path).unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    let idx = file::load(&f, file::buffer(&f, None).unwrap());
+    assert_eq!(idx.kernel_lost, vec![(0, 17800), (1, 7)]);
+    assert_eq!(
+        idx.drops_per_cpu(),
+        vec![(0, 17800, false), (1, 7, false), (2, 0, true)]
+    );
+    // The stitcher itself only knows what the pages said.
+    assert_eq!(
+        idx.stitched.drops_per_cpu(),
+        vec![(0, 0, true), (1, 7, false), (2, 0, true)]
+    );
+}

@@ -99,7 +99,7 @@ pub fn write_file(f: &TraceFile, mode: Mode, nsec: bool, out: &mut dyn Write) ->
 }
 
 fn drops_text(idx: &Index) -> String {
-    let d = idx.stitched.drops_per_cpu();
+    let d = idx.drops_per_cpu();
     if d.is_empty() {
         return "none".to_string();
     }
@@ -192,7 +192,6 @@ pub fn json(
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let drops: Vec<String> = idx
-        .stitched
         .drops_per_cpu()
         .iter()
         .map(|&(cpu, n, unknown)| {
