@@ -167,3 +167,54 @@ fn cpu_and_event_filters_are_refused_with_stacks() {
         "tracer-cli: --cpu and -F do not apply to --stacks, --json or --folded\n"
     );
 }
+
+#[test]
+fn symfs_finds_the_files_of_another_machine() {
+    // A trace recorded on another machine (a VM): its processes map a libc
+    // at a path this machine does not have; --symfs names the directory
+    // holding that machine's files.
+    let write = stitch::testdata::libc_functions()
+        .into_iter()
+        .find(|f| f.0 == "write");
+    let Some((_, off)) = write else {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "no readable libc symbols (needed for this test)"
+        );
+        eprintln!(
+            "SKIP: cannot read the symbols of {}",
+            stitch::testdata::DEMO_LIBC
+        );
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("tracer-cli-symfs-{}", std::process::id()));
+    let guest_lib = "/guest-root-only/lib/libc.so.6";
+    let copy = dir.join("root").join(guest_lib.trim_start_matches('/'));
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(stitch::testdata::DEMO_LIBC, &copy).unwrap();
+    let base = stitch::testdata::DEMO_LIBC_BASE;
+    let addr = base + off + 4;
+    let file = dir.join("symfs.dat");
+    let mut b = stitch::testdata::TraceBuilder::new(1);
+    b.comm(7, "guestapp")
+        .procmap(7, "guestapp", &[(base, base + 0x20_0000, guest_lib)])
+        .sys_enter(0, 1000, 7, 1)
+        .user_stack(0, 1001, 7, &[addr]);
+    b.write(&file).unwrap();
+
+    let (plain, err, ok) = report(&["--stacks"], &file);
+    assert!(ok, "{err}");
+    assert!(
+        plain.contains(&format!("      => {addr:x} {guest_lib}\n")),
+        "{plain}"
+    );
+    let root = dir.join("root");
+    let (with, err, ok) = report(&["--stacks", "--symfs", root.to_str().unwrap()], &file);
+    assert!(ok, "{err}");
+    assert!(
+        with.contains(&format!("      => write+0x4 ({addr:x}) {guest_lib}\n")),
+        "{with}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

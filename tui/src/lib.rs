@@ -56,6 +56,8 @@ pub struct Options {
     pub buffer: Option<String>,
     /// Also read `/proc/PID/maps` of live processes for symbols.
     pub live_maps: bool,
+    /// Look the files that user stacks map up under this directory.
+    pub symfs: Option<PathBuf>,
 }
 
 /// Opens a trace file and builds the initial state for a terminal of
@@ -116,11 +118,10 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
     if live.is_some() {
         app.title = "live".to_string();
     }
-    let mut src = if opts.live_maps {
-        src.with_live_maps()
-    } else {
-        src
-    };
+    let mut src = src.with_symfs(opts.symfs.clone());
+    if opts.live_maps {
+        src = src.with_live_maps();
+    }
     enable_raw_mode().map_err(io_err("cannot set the terminal to raw mode"))?;
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -51,6 +51,12 @@ impl FileSource {
         &self.file
     }
 
+    /// Looks the files that user stacks map up under `root`.
+    pub fn with_symfs(mut self, root: Option<std::path::PathBuf>) -> Self {
+        self.sym = std::mem::take(&mut self.sym).with_root(root);
+        self
+    }
+
     /// Reads `/proc/PID/maps` for processes the file has no maps for.
     pub fn with_live_maps(mut self) -> Self {
         self.sym = std::mem::take(&mut self.sym).with_live_maps(true);

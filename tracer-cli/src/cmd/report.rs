@@ -56,6 +56,11 @@ pub struct Args {
     /// Group events by cookie and show their user stacks (stitched view).
     #[arg(long)]
     pub stacks: bool,
+    /// With the stitched views: look the files that user stacks map up under
+    /// this directory (the root of the machine or VM that recorded the
+    /// trace), as perf's --symfs.
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
     /// Stitched view as JSON.
     #[arg(long)]
     pub json: bool,

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use stitch::symbols::Frame;
@@ -29,6 +30,28 @@ pub enum Mode {
     Folded,
 }
 
+/// How to print the stitched view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// Output shape.
+    pub mode: Mode,
+    /// Nanosecond timestamps in the text.
+    pub nsec: bool,
+    /// Look the files of user stacks up under this directory.
+    pub symfs: Option<PathBuf>,
+}
+
+impl View {
+    /// Text blocks, microsecond timestamps, files looked up in `/`.
+    pub fn text() -> View {
+        View {
+            mode: Mode::Text,
+            nsec: false,
+            symfs: None,
+        }
+    }
+}
+
 /// Prints the stitched view of a trace.dat file.
 pub fn run(args: &super::report::Args) -> Result<()> {
     let mode = if args.json {
@@ -43,20 +66,20 @@ pub fn run(args: &super::report::Args) -> Result<()> {
     }
     let f = TraceFile::open(&args.input)
         .with_context(|| format!("cannot open {}", args.input.display()))?;
-    print_file_with(&f, mode, args.nsec)
+    let view = View {
+        mode,
+        nsec: args.nsec,
+        symfs: args.symfs.clone(),
+    };
+    print_file(&f, &view)
 }
 
 /// Writes the stitched view of `f` to stdout; a closed pipe (`| head`) is
 /// not an error.
-pub fn print_file(f: &TraceFile, mode: Mode) -> Result<()> {
-    print_file_with(f, mode, false)
-}
-
-/// [`print_file`], with nanosecond timestamps in the text when `nsec`.
-pub fn print_file_with(f: &TraceFile, mode: Mode, nsec: bool) -> Result<()> {
+pub fn print_file(f: &TraceFile, view: &View) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match write_file(f, mode, nsec, &mut out).and_then(|_| out.flush().map_err(Into::into)) {
+    match write_file(f, view, &mut out).and_then(|_| out.flush().map_err(Into::into)) {
         Err(e)
             if e.downcast_ref::<std::io::Error>()
                 .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe) =>
@@ -69,10 +92,11 @@ pub fn print_file_with(f: &TraceFile, mode: Mode, nsec: bool) -> Result<()> {
 
 /// Writes the stitched view of the first buffer with data of `f`, one
 /// group at a time (only the index and the folded counts are held).
-pub fn write_file(f: &TraceFile, mode: Mode, nsec: bool, out: &mut dyn Write) -> Result<()> {
+pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<()> {
+    let (mode, nsec) = (view.mode, view.nsec);
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
-    let mut sym = file::symbolizer(f);
+    let mut sym = file::symbolizer(f).with_root(view.symfs.clone());
     let mut texts = view::Texts::for_file(f);
     let details = idx.stitched.groups.iter().map(|g| {
         view::detail(

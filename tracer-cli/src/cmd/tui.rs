@@ -41,6 +41,10 @@ pub struct Args {
     /// traces taken on this machine without saved process maps).
     #[arg(long = "proc-maps")]
     pub proc_maps: bool,
+    /// Look the files that user stacks map up under this directory (the
+    /// root of the machine or VM that recorded the trace), as perf's --symfs.
+    #[arg(long = "symfs", value_name = "DIR")]
+    pub symfs: Option<PathBuf>,
     /// Record live with the `record` options below and refresh the view as
     /// data arrives.
     #[arg(long = "live")]
@@ -71,12 +75,17 @@ pub fn run(args: Args) -> Result<()> {
     }
     if !tty {
         let f = tracedata::TraceFile::open(&args.input)?;
-        return super::stacks::print_file(&f, super::stacks::Mode::Text);
+        let view = super::stacks::View {
+            symfs: args.symfs,
+            ..super::stacks::View::text()
+        };
+        return super::stacks::print_file(&f, &view);
     }
     tui::run(&tui::Options {
         input: args.input,
         buffer: args.buffer,
         live_maps: args.proc_maps,
+        symfs: args.symfs,
     })?;
     Ok(())
 }
@@ -308,6 +317,7 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
             input: first,
             buffer: None,
             live_maps: true,
+            symfs: None,
         },
         Some(&mut live),
     );
