@@ -375,9 +375,10 @@ impl Tep {
     ///
     /// Only a bad header page is an error. A format libtraceevent cannot
     /// parse, or one [`Tep::parse_event`] refuses (e.g. one that could divide
-    /// by zero), is skipped, as trace-cmd skips the formats libtraceevent
-    /// cannot parse (their events print without their info); why is in
-    /// [`Tep::skipped_formats`]. The kallsyms, printk formats and cmdlines sections are each
+    /// by zero), is skipped as trace-cmd skips the formats libtraceevent
+    /// cannot parse: not fatal, its events print without their info
+    /// (`[FAILED TO PARSE] field=value ...` when libtraceevent got its
+    /// fields); why is in [`Tep::skipped_formats`]. The kallsyms, printk formats and cmdlines sections are each
     /// tried; the second value lists those libtraceevent rejected, in that
     /// order: `trace-cmd report` treats them as fatal, callers that only
     /// want event info may ignore them.
@@ -509,6 +510,10 @@ impl Tep {
     /// libtraceevent 1.7 evaluates the division for each record and the
     /// whole process dies of SIGFPE when the divisor is 0 (e.g. a corrupt
     /// `R%C->id`, or a field that is 0 in a record). See [`unsafe_division`].
+    /// libtraceevent then gets the format without its print fmt: it knows
+    /// the event and its fields, and prints its records as
+    /// `[FAILED TO PARSE] field=value ...`, as for any print fmt it cannot
+    /// parse, rather than `[UNKNOWN EVENT]`.
     pub fn parse_event(&mut self, text: &[u8], system: &str) -> Result<(), TepError> {
         if !text
             .iter()
@@ -518,12 +523,29 @@ impl Tep {
                 "an event format of {system} is not printable ASCII"
             )));
         }
-        if let Some(why) = unsafe_division(text) {
-            return Err(TepError(format!(
+        let refused = unsafe_division(text).map(|why| {
+            TepError(format!(
                 "an event format of {system} ({}) is refused: {why}",
                 event_name(text)
-            )));
-        }
+            ))
+        });
+        let neutral;
+        let text = match refused {
+            // Everything from the print fmt on is replaced by one that
+            // libtraceevent cannot parse, so nothing of it is evaluated.
+            // libtraceevent keeps the event and its fields and prints it
+            // as `[FAILED TO PARSE] field=value ...`, the way it (and
+            // trace-cmd) print an event whose print fmt it cannot parse.
+            Some(_) => {
+                let cut = text
+                    .windows(PRINT_FMT.len())
+                    .position(|w| w == PRINT_FMT)
+                    .unwrap_or(text.len());
+                neutral = [&text[..cut], b"print fmt: refused\n"].concat();
+                &neutral[..]
+            }
+            None => text,
+        };
         let sys = CString::new(system).map_err(|_| TepError("bad system name".into()))?;
         // SAFETY: text is valid for text.len() bytes, sys is NUL-terminated;
         // both outlive the call and the library copies what it keeps.
@@ -535,6 +557,9 @@ impl Tep {
                 sys.as_ptr(),
             )
         };
+        if let Some(e) = refused {
+            return Err(e);
+        }
         if r != 0 {
             return Err(TepError(format!("cannot parse an event of {system} ({r})")));
         }
@@ -616,6 +641,9 @@ impl Drop for Tep {
         }
     }
 }
+
+/// Where the print fmt of an event format starts.
+const PRINT_FMT: &[u8] = b"print fmt:";
 
 /// The `name:` of an event format, or `?`.
 fn event_name(format: &[u8]) -> String {
@@ -748,7 +776,7 @@ fn field_sizes(format: &str) -> Vec<(&str, Option<u64>)> {
 /// corrupt `R%C->id`, is reported.
 pub fn unsafe_division(format: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(format).ok()?;
-    let (_, print) = text.split_once("print fmt:")?;
+    let (_, print) = text.split_once(std::str::from_utf8(PRINT_FMT).ok()?)?;
     let fmt_start = print.find('"')?;
     let args = &print[literal_end(print.as_bytes(), fmt_start)..];
     let toks = tokenize(args);
@@ -1094,20 +1122,17 @@ print fmt: {print}\n"
                 "an event format of test (ev) is refused: '/' by 'REC - >', not a constant".into()
             )]
         );
-        // The refused event is unknown to libtraceevent, the other one is not.
-        // SAFETY: the handle is valid.
-        unsafe {
-            assert!(tep_find_event(tep.as_ptr(), 42).is_null());
-            assert!(!tep_find_event(tep.as_ptr(), 43).is_null());
-        }
         // Printing a record of the refused event whose divisor is 0 does
-        // not crash: libtraceevent does not know the event.
+        // not crash: libtraceevent knows its fields but not its print fmt.
         let mut data = [0u8; 16];
         data[0..2].copy_from_slice(&42u16.to_le_bytes());
         data[8..12].copy_from_slice(&7u32.to_le_bytes());
         let mut rec = Record::new(&data, 1, 0);
         let mut seq = TraceSeq::new();
         tep.print(&mut seq, &mut rec, Print::Info);
-        assert_eq!(String::from_utf8_lossy(seq.as_bytes()), "[UNKNOWN EVENT]");
+        assert_eq!(
+            String::from_utf8_lossy(seq.as_bytes()),
+            "[FAILED TO PARSE] a=7 b=0 empty="
+        );
     }
 }

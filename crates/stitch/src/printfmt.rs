@@ -48,14 +48,17 @@ impl InfoPrinter {
     }
 
     /// The info text of `rec` on one line (newlines of multi-line plugins
-    /// become `" | "`), or `None` when libtraceevent has nothing to say.
+    /// become `" | "`), or `None` when libtraceevent has nothing to say:
+    /// `[FAILED TO PARSE]` (a print fmt it could not parse or that
+    /// [`tep::Tep::parse_event`] refused) or `[UNKNOWN EVENT]` (a format it
+    /// could not parse at all); callers then show the fields themselves.
     pub fn info(&mut self, rec: &Record<'_>) -> Option<String> {
         let mut raw = tep::Record::new(rec.data, rec.ts, rec.cpu);
         self.seq.reset();
         self.tep.print(&mut self.seq, &mut raw, tep::Print::Info);
         let s = String::from_utf8_lossy(self.seq.as_bytes());
         let s = s.trim_end_matches('\n');
-        if s.is_empty() || s.contains("[FAILED TO PARSE]") {
+        if s.is_empty() || s.contains("[FAILED TO PARSE]") || s == "[UNKNOWN EVENT]" {
             return None;
         }
         Some(s.replace('\n', " | "))
