@@ -28,6 +28,7 @@ for a in "$@"; do
 done
 
 out=$PWD/ustack-demo.dat
+view=()
 scripts/install-deps.sh
 echo "demo: building tracer-cli"
 cargo build --release -q -p tracer-cli
@@ -45,6 +46,8 @@ if [ "$mode" = guest ]; then
 	[ -n "$dat" ] || { echo "demo: the guest left no trace.dat (log: $log)" >&2; exit 1; }
 	cp "$dat" "$out"
 	rm -f "$log"
+	# The guest's files (its /bin/ustest): symbolize the trace against them.
+	view=(--symfs "${USTACK_CACHE:-$HOME/.cache/ustack}/boot/work/root")
 else
 	echo "demo: recording a sample workload on the host kernel (synchronous user stacks)"
 	"$cli" record -q -o "$out" -e syscalls:sys_enter_openat -e syscalls:sys_exit_openat \
@@ -53,6 +56,6 @@ fi
 echo "demo: trace saved in $out ($(stat -c %s "$out") bytes)"
 
 if [ "$tui" = auto ] && [ -t 1 ] && [ -t 0 ]; then
-	exec "$cli" tui -i "$out"
+	exec "$cli" tui -i "$out" "${view[@]}"
 fi
-exec "$cli" report --stacks -i "$out"
+exec "$cli" report --stacks -i "$out" "${view[@]}"
