@@ -343,28 +343,7 @@ fn decompress(codec: Codec, input: &[u8], usize_: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     out.try_reserve_exact(usize_)
         .map_err(|_| Error::corrupt(format!("cannot allocate {usize_} bytes")))?;
-    match codec {
-        Codec::None => return Err(Error::corrupt("compressed data in an uncompressed file")),
-        Codec::Zstd => {
-            // Streaming, so that a bogus size in a header costs nothing
-            // until data really comes out.
-            zstd::stream::read::Decoder::with_buffer(input)
-                .and_then(|d| d.take(usize_ as u64).read_to_end(&mut out))
-                .map_err(|e| Error::decompress(format!("zstd: {e}")))?;
-        }
-        Codec::Zlib => {
-            flate2::read::ZlibDecoder::new(input)
-                .take(usize_ as u64)
-                .read_to_end(&mut out)
-                .map_err(|e| Error::decompress(format!("zlib: {e}")))?;
-        }
-    }
-    if out.len() != usize_ {
-        return Err(Error::decompress(format!(
-            "got {} bytes, header says {usize_}",
-            out.len()
-        )));
-    }
+    ChunkDecoder::new(codec)?.append(input, usize_, &mut out)?;
     Ok(out)
 }
 
@@ -1054,21 +1033,191 @@ fn mapped_range(b: &[u8], off: u64, size: u64) -> Result<Range<usize>> {
     }
 }
 
+/// Decompresses the chunks of one CPU (`u32 count`, then per chunk `u32
+/// csize, u32 usize, frame`) into one buffer.
+///
+/// The chunk headers are read first, so the output is allocated once at its
+/// final size; every chunk is then decompressed straight into its place by
+/// one reused decompressor context (no per-chunk buffer, no copy, and the
+/// output is never zeroed). Each chunk may write at most its header's
+/// `usize` bytes and must write exactly that many, so a bogus header fails
+/// cleanly instead of running over.
 fn decompress_chunks(codec: Codec, b: &[u8], base: u64) -> Result<Vec<u8>> {
     let mut c = Cur::new(b, base, "compressed data");
     let count = c.u32()?;
-    let mut out = Vec::new();
+    // (file offset of the chunk header, frame, uncompressed size)
+    let mut chunks = Vec::new();
+    let mut total = 0usize;
     for i in 0..count {
         let at = c.base + c.pos as u64;
         let csize = c.u32()? as usize;
         let usize_ = c.u32()? as usize;
         let data = c.take(csize)?;
-        let chunk =
-            decompress(codec, data, usize_).map_err(|e| e.context(format!("chunk {i}")).at(at))?;
-        if out.len() + chunk.len() > MAX_UNCOMPRESSED * 4 {
+        if usize_ > MAX_UNCOMPRESSED {
+            return Err(Error::corrupt(format!(
+                "uncompressed size {usize_} is over the {MAX_UNCOMPRESSED} byte limit"
+            ))
+            .context(format!("chunk {i}"))
+            .at(at));
+        }
+        total += usize_;
+        if total > MAX_UNCOMPRESSED * 4 {
             return Err(Error::corrupt("decompressed data too large").at(at));
         }
-        out.extend_from_slice(&chunk);
+        chunks.push((at, data, usize_));
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(total)
+        .map_err(|_| Error::corrupt(format!("cannot allocate {total} bytes")).at(base))?;
+    let mut dec = ChunkDecoder::new(codec)?;
+    for (i, (at, data, usize_)) in chunks.into_iter().enumerate() {
+        dec.append(data, usize_, &mut out)
+            .map_err(|e| e.context(format!("chunk {i}")).at(at))?;
     }
     Ok(out)
+}
+
+/// One decompressor context, reused for all the chunks of a CPU.
+enum ChunkDecoder {
+    Zstd(zstd::bulk::Decompressor<'static>),
+    Zlib(flate2::Decompress),
+}
+
+impl ChunkDecoder {
+    fn new(codec: Codec) -> Result<ChunkDecoder> {
+        match codec {
+            Codec::None => Err(Error::corrupt("compressed data in an uncompressed file")),
+            Codec::Zstd => zstd::bulk::Decompressor::new()
+                .map(ChunkDecoder::Zstd)
+                .map_err(|e| Error::decompress(format!("zstd: {e}"))),
+            Codec::Zlib => Ok(ChunkDecoder::Zlib(flate2::Decompress::new(true))),
+        }
+    }
+
+    /// Decompresses `input` (one whole frame or zlib stream) to the end of
+    /// `out`, whose spare capacity must hold at least `usize_` bytes; it
+    /// must produce exactly `usize_` bytes.
+    fn append(&mut self, input: &[u8], usize_: usize, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        debug_assert!(out.capacity() - start >= usize_);
+        let got = match self {
+            ChunkDecoder::Zstd(d) => {
+                let mut tail = Tail {
+                    v: out,
+                    limit: usize_,
+                };
+                d.decompress_to_buffer(input, &mut tail)
+                    .map_err(|e| Error::decompress(format!("zstd: {e}")))?
+            }
+            ChunkDecoder::Zlib(d) => {
+                d.reset(true);
+                let mut pos = 0;
+                loop {
+                    let before = (d.total_in(), out.len());
+                    let status = d
+                        .decompress_vec(&input[pos..], out, flate2::FlushDecompress::Finish)
+                        .map_err(|e| Error::decompress(format!("zlib: {e}")))?;
+                    pos = d.total_in() as usize;
+                    if out.len() - start > usize_ {
+                        break out.len() - start;
+                    }
+                    match status {
+                        flate2::Status::StreamEnd => break out.len() - start,
+                        _ if (d.total_in(), out.len()) == before => {
+                            return Err(Error::decompress("zlib: stream ends early"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        };
+        if got != usize_ {
+            return Err(Error::decompress(format!(
+                "got {got} bytes, header says {usize_}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The spare capacity of a `Vec`, at most `limit` bytes: zstd writes a chunk
+/// there, right after the data already in the `Vec`, without zeroing first.
+struct Tail<'a> {
+    v: &'a mut Vec<u8>,
+    limit: usize,
+}
+
+// SAFETY: `as_mut_ptr` points at the Vec's spare capacity, which has room
+// for `capacity()` bytes (`limit` is at most the spare capacity, checked in
+// `capacity`); `filled_until(n)` is only called by zstd after it wrote `n`
+// bytes there, so the new length covers initialized bytes only.
+unsafe impl zstd::zstd_safe::WriteBuf for Tail<'_> {
+    fn as_slice(&self) -> &[u8] {
+        &[]
+    }
+    fn capacity(&self) -> usize {
+        self.limit.min(self.v.capacity() - self.v.len())
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.v.spare_capacity_mut().as_mut_ptr().cast()
+    }
+    unsafe fn filled_until(&mut self, n: usize) {
+        let len = self.v.len() + n;
+        // SAFETY: see the impl.
+        unsafe { self.v.set_len(len) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn frame(codec: Codec, data: &[u8]) -> Vec<u8> {
+        match codec {
+            Codec::Zstd => zstd::bulk::compress(data, 3).unwrap(),
+            Codec::Zlib => {
+                let mut e =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
+            Codec::None => unreachable!(),
+        }
+    }
+
+    /// `count`, then per chunk `csize, usize, frame`; `usize` is the real
+    /// size plus `lie`.
+    fn chunks(codec: Codec, parts: &[Vec<u8>], lie: i64) -> Vec<u8> {
+        let mut b = (parts.len() as u32).to_le_bytes().to_vec();
+        for p in parts {
+            let f = frame(codec, p);
+            b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            b.extend_from_slice(&((p.len() as i64 + lie) as u32).to_le_bytes());
+            b.extend_from_slice(&f);
+        }
+        b
+    }
+
+    #[test]
+    fn chunks_decompress_into_one_buffer() {
+        let parts: Vec<Vec<u8>> = (0..5u32)
+            .map(|i| (0..4096 * (i + 1)).map(|j| (j * 7 + i) as u8).collect())
+            .collect();
+        let all = parts.concat();
+        for codec in [Codec::Zstd, Codec::Zlib] {
+            let out = decompress_chunks(codec, &chunks(codec, &parts, 0), 0).unwrap();
+            assert_eq!(out, all);
+            assert_eq!(out.capacity(), all.len());
+            // A header that claims more or less than the frame holds fails.
+            for lie in [-1, 1] {
+                let e = decompress_chunks(codec, &chunks(codec, &parts, lie), 0)
+                    .unwrap_err()
+                    .to_string();
+                assert!(e.contains("chunk 0"), "{e}");
+            }
+        }
+        let out = decompress_chunks(Codec::Zstd, &0u32.to_le_bytes(), 0).unwrap();
+        assert!(out.is_empty());
+    }
 }
