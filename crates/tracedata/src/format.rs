@@ -105,6 +105,39 @@ pub struct EventFormat {
     pub long_size: usize,
 }
 
+/// The `name:` and `ID:` of a format file, read the way
+/// [`EventFormat::parse`] reads them (same errors), without parsing the
+/// fields.
+pub(crate) fn name_and_id(system: &str, text: &str) -> Result<(String, u16)> {
+    let mut name = None;
+    let mut id = None;
+    for (lineno, line) in text.lines().enumerate() {
+        let l = line.trim_start();
+        if let Some(v) = l.strip_prefix("name:") {
+            name = Some(v.trim());
+        } else if let Some(v) = l.strip_prefix("ID:") {
+            id = Some(parse_id(system, lineno, v)?);
+        }
+    }
+    let name =
+        name.ok_or_else(|| Error::parse("no `name:` line").context(format!("format of {system}")))?;
+    let id = id.ok_or_else(|| {
+        Error::parse("no `ID:` line").context(format!("format of {system}/{name}"))
+    })?;
+    Ok((name.to_string(), id))
+}
+
+/// The number of an `ID:` line (`v` is the text after `ID:`).
+fn parse_id(system: &str, lineno: usize, v: &str) -> Result<u16> {
+    let ctx = || format!("format of {system}: line {}", lineno + 1);
+    let v: u32 = v
+        .trim()
+        .parse()
+        .map_err(|_| Error::parse(format!("bad ID {:?}", v.trim())).context(ctx()))?;
+    u16::try_from(v)
+        .map_err(|_| Error::parse(format!("ID {v} does not fit in 16 bits")).context(ctx()))
+}
+
 impl EventFormat {
     /// Parses a format file belonging to `system`.
     pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
@@ -118,13 +151,7 @@ impl EventFormat {
             if let Some(v) = l.strip_prefix("name:") {
                 name = Some(v.trim().to_string());
             } else if let Some(v) = l.strip_prefix("ID:") {
-                let v: u32 = v
-                    .trim()
-                    .parse()
-                    .map_err(|_| Error::parse(format!("bad ID {:?}", v.trim())).context(ctx()))?;
-                id = Some(u16::try_from(v).map_err(|_| {
-                    Error::parse(format!("ID {v} does not fit in 16 bits")).context(ctx())
-                })?);
+                id = Some(parse_id(system, lineno, v)?);
             } else if l.starts_with("field:") {
                 fields.push(parse_field(l).map_err(|e| e.context(ctx()))?);
             } else if let Some(v) = l.strip_prefix("print fmt:") {

@@ -19,10 +19,10 @@
 //! - CPUSTAT options hold the top buffer's CPUs, then a `"\nBuffer: NAME\n\n"`
 //!   option before each instance's CPUs.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use crate::dat::{self, option};
 use crate::error::{Error, Result};
@@ -139,28 +139,112 @@ pub struct BufferStats {
 }
 
 /// All event formats of a file, with lookups by id and by name.
+///
+/// Formats are parsed on first use: opening a file only reads each
+/// format's `name:` and `ID:` lines, and [`EventFormat::parse`] runs the
+/// first time a format is asked for (a file holds every event of the system,
+/// about 2,300 formats, of which a trace uses a few). A format whose fields
+/// cannot be parsed is then treated as absent (`None`, left out of
+/// [`Formats::iter`]); [`Formats::check`] reports it.
 #[derive(Debug, Default)]
 pub struct Formats {
-    list: Vec<EventFormat>,
-    by_id: HashMap<u16, usize>,
+    ftrace_texts: Vec<Vec<u8>>,
+    event_texts: Vec<(String, Vec<Vec<u8>>)>,
+    list: Vec<Slot>,
+    /// Index into `list` by event id, `u32::MAX` for none (ids are 16-bit,
+    /// so a table beats hashing on the per-event path).
+    by_id: Vec<u32>,
+    long_size: usize,
+}
+
+/// One format: what open reads, and the full parse once done.
+#[derive(Debug)]
+struct Slot {
+    id: u16,
+    name: String,
+    /// Index into `event_texts`, or `None` for the ftrace formats.
+    system: Option<u32>,
+    /// Index of the text within its system.
+    text: u32,
+    parsed: OnceLock<Option<EventFormat>>,
 }
 
 impl Formats {
-    fn push(&mut self, f: EventFormat) {
-        self.by_id.insert(f.id, self.list.len());
-        self.list.push(f);
+    /// Reads the name and id of every format (errors on a missing or bad
+    /// `name:`/`ID:` line, like a full parse would) and keeps the texts.
+    fn new(
+        ftrace_texts: Vec<Vec<u8>>,
+        event_texts: Vec<(String, Vec<Vec<u8>>)>,
+        long_size: usize,
+    ) -> Result<Formats> {
+        let mut f = Formats {
+            by_id: vec![u32::MAX; 1 << 16],
+            long_size,
+            ..Formats::default()
+        };
+        let mut list = Vec::new();
+        for (i, t) in ftrace_texts.iter().enumerate() {
+            let (name, id) = crate::format::name_and_id("ftrace", &String::from_utf8_lossy(t))?;
+            list.push(Slot {
+                id,
+                name,
+                system: None,
+                text: i as u32,
+                parsed: OnceLock::new(),
+            });
+        }
+        for (si, (sys, texts)) in event_texts.iter().enumerate() {
+            for (i, t) in texts.iter().enumerate() {
+                let (name, id) = crate::format::name_and_id(sys, &String::from_utf8_lossy(t))?;
+                list.push(Slot {
+                    id,
+                    name,
+                    system: Some(si as u32),
+                    text: i as u32,
+                    parsed: OnceLock::new(),
+                });
+            }
+        }
+        for (i, s) in list.iter().enumerate() {
+            f.by_id[s.id as usize] = i as u32;
+        }
+        f.list = list;
+        f.ftrace_texts = ftrace_texts;
+        f.event_texts = event_texts;
+        Ok(f)
+    }
+
+    fn system(&self, s: &Slot) -> &str {
+        s.system
+            .map_or("ftrace", |i| &self.event_texts[i as usize].0)
+    }
+
+    fn parse_slot(&self, s: &Slot) -> Result<EventFormat> {
+        let text = match s.system {
+            None => &self.ftrace_texts[s.text as usize],
+            Some(i) => &self.event_texts[i as usize].1[s.text as usize],
+        };
+        let mut f = EventFormat::parse(self.system(s), &String::from_utf8_lossy(text))?;
+        f.long_size = self.long_size;
+        Ok(f)
+    }
+
+    fn get<'a>(&'a self, s: &'a Slot) -> Option<&'a EventFormat> {
+        s.parsed.get_or_init(|| self.parse_slot(s).ok()).as_ref()
     }
 
     /// The format of event `id` (`common_type`).
     pub fn by_id(&self, id: u16) -> Option<&EventFormat> {
-        self.by_id.get(&id).map(|&i| &self.list[i])
+        let i = *self.by_id.get(id as usize)?;
+        self.list.get(i as usize).and_then(|s| self.get(s))
     }
 
     /// The format of `system:name`.
     pub fn by_name(&self, system: &str, name: &str) -> Option<&EventFormat> {
         self.list
             .iter()
-            .find(|f| f.name == name && f.system == system)
+            .find(|s| s.name == name && self.system(s) == system)
+            .and_then(|s| self.get(s))
     }
 
     /// The format of a record.
@@ -168,9 +252,21 @@ impl Formats {
         r.common_type().and_then(|id| self.by_id(id))
     }
 
-    /// All formats, in file order (ftrace first).
+    /// All formats, in file order (ftrace first). Parses every format not
+    /// parsed yet; formats that do not parse are left out.
     pub fn iter(&self) -> impl Iterator<Item = &EventFormat> {
-        self.list.iter()
+        self.list.iter().filter_map(|s| self.get(s))
+    }
+
+    /// Parses every format and returns the first error, if any (open only
+    /// checks the `name:` and `ID:` lines).
+    pub fn check(&self) -> Result<()> {
+        for s in &self.list {
+            if self.get(s).is_none() {
+                return self.parse_slot(s).map(|_| ());
+            }
+        }
+        Ok(())
     }
 
     /// Number of formats.
@@ -226,8 +322,6 @@ pub struct TraceFile {
     header_page_text: Vec<u8>,
     header_event_text: Vec<u8>,
     header_page: HeaderPage,
-    ftrace_format_texts: Vec<Vec<u8>>,
-    event_format_texts: Vec<(String, Vec<Vec<u8>>)>,
     formats: Formats,
     kallsyms: Vec<u8>,
     printk_formats: Vec<u8>,
@@ -511,19 +605,7 @@ impl TraceFile {
         if !meta.header_event.is_empty() {
             HeaderEvent::parse(&String::from_utf8_lossy(&meta.header_event))?;
         }
-        let mut formats = Formats::default();
-        for t in &meta.ftrace {
-            let mut f = EventFormat::parse("ftrace", &String::from_utf8_lossy(t))?;
-            f.long_size = header_page.commit_size;
-            formats.push(f);
-        }
-        for (sys, list) in &meta.events {
-            for t in list {
-                let mut f = EventFormat::parse(sys, &String::from_utf8_lossy(t))?;
-                f.long_size = header_page.commit_size;
-                formats.push(f);
-            }
-        }
+        let formats = Formats::new(meta.ftrace, meta.events, header_page.commit_size)?;
         if cpu_count == 0 {
             cpu_count = buffers
                 .iter()
@@ -541,8 +623,6 @@ impl TraceFile {
             header_page_text: meta.header_page,
             header_event_text: meta.header_event,
             header_page,
-            ftrace_format_texts: meta.ftrace,
-            event_format_texts: meta.events,
             formats,
             kallsyms: meta.kallsyms,
             printk_formats: meta.printk,
@@ -867,12 +947,12 @@ impl TraceFile {
 
     /// Raw ftrace format files, in file order.
     pub fn ftrace_format_texts(&self) -> &[Vec<u8>] {
-        &self.ftrace_format_texts
+        &self.formats.ftrace_texts
     }
 
     /// Raw event format files by system, in file order.
     pub fn event_format_texts(&self) -> &[(String, Vec<Vec<u8>>)] {
-        &self.event_format_texts
+        &self.formats.event_texts
     }
 
     /// Raw `/proc/kallsyms` contents.
@@ -1219,5 +1299,56 @@ mod tests {
         }
         let out = decompress_chunks(Codec::Zstd, &0u32.to_le_bytes(), 0).unwrap();
         assert!(out.is_empty());
+    }
+
+    fn fmt_text(name: &str, id: u32, field: &str) -> Vec<u8> {
+        format!(
+            "name: {name}\nID: {id}\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\t{field}\n\nprint fmt: \"x\"\n"
+        )
+        .into_bytes()
+    }
+
+    #[test]
+    fn formats_parse_on_first_use() {
+        let good = "field:int a;\toffset:8;\tsize:4;\tsigned:1;";
+        let f = Formats::new(
+            vec![fmt_text("fn", 1, good)],
+            vec![(
+                "sched".to_string(),
+                vec![
+                    fmt_text("one", 300, good),
+                    fmt_text("bad", 301, "field:int b;\toffset:x;"),
+                ],
+            )],
+            4,
+        )
+        .unwrap();
+        assert_eq!(f.len(), 3);
+        assert!(f.list.iter().all(|s| s.parsed.get().is_none()));
+        let one = f.by_id(300).unwrap();
+        assert_eq!(
+            (one.system.as_str(), one.name.as_str(), one.long_size),
+            ("sched", "one", 4)
+        );
+        assert_eq!(one.fields.len(), 2);
+        assert_eq!(one.fields[1].name, "a");
+        // Only that one was parsed.
+        assert_eq!(
+            f.list.iter().filter(|s| s.parsed.get().is_some()).count(),
+            1
+        );
+        assert_eq!(f.by_name("ftrace", "fn").unwrap().id, 1);
+        assert!(f.by_name("sched", "fn").is_none());
+        assert!(f.by_id(2).is_none());
+        // A format whose fields do not parse is absent, and check says why.
+        assert!(f.by_id(301).is_none());
+        assert_eq!(f.iter().map(|e| e.id).collect::<Vec<_>>(), [1, 300]);
+        let e = f.check().unwrap_err().to_string();
+        assert!(e.contains("offset"), "{e}");
+        // A bad ID still fails at open.
+        let e = Formats::new(vec![fmt_text("fn", 70000, good)], Vec::new(), 8)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ID 70000 does not fit in 16 bits"), "{e}");
     }
 }
