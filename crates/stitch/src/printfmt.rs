@@ -22,6 +22,28 @@ pub fn load_tep(file: &TraceFile) -> Result<(tep::Tep, Vec<tep::TepError>), tep:
     })
 }
 
+/// Like [`load_tep`], but registers no event format: the caller hands each
+/// one to [`tep::Tep::parse_event`] when its events first show up (a file
+/// holds the format of every event of the system, about 2,300, and parsing
+/// them all is most of libtraceevent's setup). Printing an event only needs
+/// its own format, plus the kallsyms, printk formats and cmdlines loaded
+/// here.
+pub fn load_tep_without_formats(
+    file: &TraceFile,
+) -> Result<(tep::Tep, Vec<tep::TepError>), tep::TepError> {
+    tep::Tep::load(&tep::TraceSections {
+        long_size: file.long_size(),
+        page_size: file.page_size(),
+        cpus: file.cpu_count() as usize,
+        header_page: file.header_page_text(),
+        ftrace_formats: &[],
+        event_formats: &[],
+        kallsyms: file.kallsyms(),
+        printk_formats: file.printk_formats(),
+        cmdlines: file.cmdlines(),
+    })
+}
+
 /// A libtraceevent handle loaded with a trace file's formats, kallsyms,
 /// printk formats and cmdlines.
 pub struct InfoPrinter {

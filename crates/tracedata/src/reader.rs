@@ -219,11 +219,15 @@ impl Formats {
             .map_or("ftrace", |i| &self.event_texts[i as usize].0)
     }
 
-    fn parse_slot(&self, s: &Slot) -> Result<EventFormat> {
-        let text = match s.system {
+    fn text(&self, s: &Slot) -> &[u8] {
+        match s.system {
             None => &self.ftrace_texts[s.text as usize],
             Some(i) => &self.event_texts[i as usize].1[s.text as usize],
-        };
+        }
+    }
+
+    fn parse_slot(&self, s: &Slot) -> Result<EventFormat> {
+        let text = self.text(s);
         let mut f = EventFormat::parse(self.system(s), &String::from_utf8_lossy(text))?;
         f.long_size = self.long_size;
         Ok(f)
@@ -237,6 +241,20 @@ impl Formats {
     pub fn by_id(&self, id: u16) -> Option<&EventFormat> {
         let i = *self.by_id.get(id as usize)?;
         self.list.get(i as usize).and_then(|s| self.get(s))
+    }
+
+    /// The system and raw text of the format of event `id`, without
+    /// parsing it (e.g. to hand it to libtraceevent on first use).
+    pub fn text_by_id(&self, id: u16) -> Option<(&str, &[u8])> {
+        let i = *self.by_id.get(id as usize)?;
+        let s = self.list.get(i as usize)?;
+        Some((self.system(s), self.text(s)))
+    }
+
+    /// The ids of all formats, in file order (ftrace first), without
+    /// parsing them.
+    pub fn ids(&self) -> impl Iterator<Item = u16> + '_ {
+        self.list.iter().map(|s| s.id)
     }
 
     /// The format of `system:name`.
@@ -1340,6 +1358,16 @@ mod tests {
         assert_eq!(f.by_name("ftrace", "fn").unwrap().id, 1);
         assert!(f.by_name("sched", "fn").is_none());
         assert!(f.by_id(2).is_none());
+        assert_eq!(
+            f.text_by_id(301),
+            Some((
+                "sched",
+                &fmt_text("bad", 301, "field:int b;\toffset:x;")[..]
+            ))
+        );
+        assert_eq!(f.text_by_id(1).unwrap().0, "ftrace");
+        assert!(f.text_by_id(2).is_none());
+        assert_eq!(f.ids().collect::<Vec<_>>(), [1, 300, 301]);
         // A format whose fields do not parse is absent, and check says why.
         assert!(f.by_id(301).is_none());
         assert_eq!(f.iter().map(|e| e.id).collect::<Vec<_>>(), [1, 300]);

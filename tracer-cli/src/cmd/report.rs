@@ -122,8 +122,11 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// libtraceevent set up from a trace file, the way trace-cmd sets it up.
-pub struct Printer {
+pub struct Printer<'f> {
     tep: tep::Tep,
+    file: &'f TraceFile,
+    /// Per event id: its format was handed to libtraceevent (or tried).
+    registered: Vec<bool>,
     seq: tep::TraceSeq,
     /// Divisor and precision of the time column; `None` when the clock does
     /// not count nanoseconds (then libtraceevent prints `%12d`).
@@ -132,25 +135,63 @@ pub struct Printer {
     latency: bool,
 }
 
-impl Printer {
+impl<'f> Printer<'f> {
     /// Loads headers, formats, kallsyms, printk formats, cmdlines and the
     /// system plugins of `file` into a new libtraceevent handle.
     ///
     /// Like trace-cmd, a format libtraceevent cannot parse is not fatal (its
     /// events print without their info); rejected kallsyms, printk formats
     /// or cmdlines are.
-    pub fn new(file: &TraceFile) -> Result<Printer> {
-        let (t, rejected) = stitch::printfmt::load_tep(file)?;
+    ///
+    /// Event formats are handed to libtraceevent when their id first shows
+    /// up ([`Printer::format`]), or all at once by [`Printer::register_all`]:
+    /// printing an event only depends on its own format, and a file holds
+    /// the formats of every event of the system, of which a trace uses a
+    /// few.
+    pub fn new(file: &'f TraceFile) -> Result<Printer<'f>> {
+        let (t, rejected) = stitch::printfmt::load_tep_without_formats(file)?;
         if let Some(e) = rejected.into_iter().next() {
             return Err(e.into());
         }
-        Ok(Printer {
+        let mut p = Printer {
             tep: t,
+            file,
+            registered: vec![false; 1 << 16],
             seq: tep::TraceSeq::new(),
             time: in_usecs(file).then_some((1000, 6)),
             line: Vec::with_capacity(256),
             latency: false,
-        })
+        };
+        // libtraceevent finds the common fields (type, pid, flags) in the
+        // first event it knows: have one before any record is printed, even
+        // one of an id the file has no format for.
+        if let Some(id) = file.formats().ids().next() {
+            p.register(id);
+        }
+        Ok(p)
+    }
+
+    /// Hands the format of event `id` to libtraceevent unless done already.
+    /// One it cannot parse or refuses is skipped, as by [`tep::Tep::load`]:
+    /// its events print without their info.
+    fn register(&mut self, id: u16) {
+        let done = &mut self.registered[id as usize];
+        if !*done {
+            *done = true;
+            if let Some((system, text)) = self.file.formats().text_by_id(id) {
+                let _ = self.tep.parse_event(text, system);
+            }
+        }
+    }
+
+    /// Hands every format not handed yet to libtraceevent, in file order
+    /// (what trace-cmd does at open): needed before -F filters, which look
+    /// events up by name.
+    pub fn register_all(&mut self) {
+        let file = self.file;
+        for id in file.formats().ids() {
+            self.register(id);
+        }
     }
 
     /// Uses trace-cmd's latency format (`trace-cmd report -l`).
@@ -180,6 +221,9 @@ impl Printer {
         lost: Option<Option<u64>>,
     ) -> &[u8] {
         use std::io::Write as _;
+        if let Some(id) = r.common_type() {
+            self.register(id);
+        }
         let line = &mut self.line;
         line.clear();
         match lost {
@@ -545,6 +589,9 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
         printer.set_latency();
     }
     let cpus = args.cpus()?;
+    if !args.filter.is_empty() {
+        printer.register_all();
+    }
     let filters = Filters::new(&printer, args)?;
     writeln!(out, "cpus={}", file.cpu_count())?;
     // Like trace-cmd: --version wins over --uname, which wins over --stat.
@@ -627,6 +674,60 @@ pub fn report(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Formats handed to libtraceevent on first use print every line as
+    /// with all of them loaded up front (what trace-cmd does), and only the
+    /// formats of the events in the file (plus the first one) get loaded.
+    #[test]
+    fn formats_registered_on_first_use_print_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.dat");
+        let mut b = stitch::testdata::TraceBuilder::new(2);
+        b.comm(10, "alpha")
+            .sched_switch(0, 1_000, (10, "alpha"), (0, "swapper/0"))
+            .sys_enter(1, 2_000, 10, 39)
+            .sys_exit(1, 3_000, 10, 39, 7)
+            .kernel_stack(0, 4_000, 10, &[0xffff_ffff_8100_0010])
+            .sched_switch(1, 5_000, (0, "swapper/1"), (10, "alpha"));
+        b.write(&path).unwrap();
+        let file = TraceFile::open(&path).unwrap();
+        let buf = &file.buffers()[0];
+        let recs: Vec<_> = file
+            .records(buf)
+            .filter_map(|i| match i.unwrap() {
+                Item::Event(r) => Some(r),
+                Item::Lost { .. } => None,
+            })
+            .collect();
+        assert_eq!(recs.len(), 5);
+        let mut lazy = Printer::new(&file).unwrap();
+        let mut eager = Printer::new(&file).unwrap();
+        eager.register_all();
+        assert_eq!(
+            eager.registered.iter().filter(|&&r| r).count(),
+            file.formats().len()
+        );
+        for r in &recs {
+            let name = file.formats().of(r).unwrap().name.clone();
+            let a = lazy.format(r, r.ts, &name, None).to_vec();
+            let b = eager.format(r, r.ts, &name, None).to_vec();
+            assert_eq!(String::from_utf8_lossy(&a), String::from_utf8_lossy(&b));
+            assert!(
+                !a.windows(6).any(|w| w == b"FAILED"),
+                "{}",
+                String::from_utf8_lossy(&a)
+            );
+        }
+        let mut want: Vec<u16> = recs.iter().filter_map(|r| r.common_type()).collect();
+        want.extend(file.formats().ids().next());
+        want.sort_unstable();
+        want.dedup();
+        let got: Vec<u16> = (0..=u16::MAX)
+            .filter(|&id| lazy.registered[id as usize])
+            .collect();
+        assert_eq!(got, want);
+        assert!(got.len() < file.formats().len(), "{got:?}");
+    }
 
     /// The time column must match libtraceevent's own rendering.
     #[test]
