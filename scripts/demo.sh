@@ -6,7 +6,8 @@
 #      tooling (tests/boot/run.sh), where tracer-cli records a sample workload
 #      (a static frame-pointer program: main -> level1 -> level2 -> level3 ->
 #      a syscall loop) with --user-stacks deferred;
-#   3. brings the trace.dat back to the host (./ustack-demo.dat);
+#   3. brings the trace.dat back to the host (./ustack-demo.dat, or
+#      $USTACK_DEMO_OUT);
 #   4. opens it in the TUI, or prints `report --stacks` when stdout is not a
 #      terminal.
 #
@@ -15,6 +16,7 @@
 #             kernel with the stock synchronous user stacks instead
 #   --no-tui  print `report --stacks` even on a terminal
 set -euo pipefail
+out=${USTACK_DEMO_OUT:-$PWD/ustack-demo.dat}
 cd "$(dirname "$0")/.."
 
 mode=guest tui=auto
@@ -27,7 +29,6 @@ for a in "$@"; do
 	esac
 done
 
-out=$PWD/ustack-demo.dat
 view=()
 scripts/install-deps.sh
 echo "demo: building tracer-cli"

@@ -19,7 +19,7 @@ scripts/install-deps.sh || { echo "test: installing dependencies failed"; exit 1
 
 phase "cargo test --workspace"
 t0=$(date +%s)
-cargo test --workspace --release 2>&1 | tee "$log/cargo"
+cargo test --workspace --release --no-fail-fast 2>&1 | tee "$log/cargo"
 [ "${PIPESTATUS[0]}" = 0 ] || status=1
 while read -r p f i; do
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
