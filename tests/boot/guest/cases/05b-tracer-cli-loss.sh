@@ -14,9 +14,6 @@ while [ $i -lt "$ncpus" ]; do cp "$T/per_cpu/cpu$i/stats" "kstats.cpu$i"; i=$((i
 tracer-cli extract -q -o t.dat >extract.out 2>&1
 echo "rc=$?" >extract.rc
 tracer-cli reset >/dev/null 2>&1
-tracer-cli report -i t.dat --json >report.json 2>report.err
-echo "rc=$?" >report.rc
-trace-cmd report -i t.dat >tc-report.txt 2>tc-report.err
-echo "rc=$?" >tc-report.rc
+reports
 echo 1 >"$T/tracing_on"
 true

@@ -4,13 +4,5 @@
 [ "$ncpus" -ge 2 ] || skip "needs 2 CPUs"
 need /usr/bin/tracer-cli "tracer-cli not packed (cargo build failed?)"
 need "$T/options/userstacktrace_delay" "kernel lacks the userstacktrace_delay option"
-tracer-cli record -q --user-stacks deferred -b 1024 -o t.dat \
-	-e raw_syscalls:sys_enter -f 'id == 35' -e raw_syscalls:sys_exit -f 'id == 35' \
-	ustest migrate 12 >truth.txt 2>record.err
-echo "rc=$?" >record.rc
-tracer-cli report -i t.dat --json >report.json 2>report.err
-echo "rc=$?" >report.rc
-trace-cmd report -i t.dat >tc-report.txt 2>tc-report.err
-echo "rc=$?" >tc-report.rc
-tracer-cli reset >/dev/null 2>&1
-true
+record_deferred -e raw_syscalls:sys_enter -f 'id == 35' -e raw_syscalls:sys_exit -f 'id == 35' \
+	ustest migrate 12

@@ -36,3 +36,23 @@ dump() {
 	done
 	true
 }
+
+# reports: both views of t.dat, tracer-cli's stitched JSON (report.json) and
+# trace-cmd's text (tc-report.txt), each with its exit status in NAME.rc.
+reports() {
+	tracer-cli report -i t.dat --json >report.json 2>report.err
+	echo "rc=$?" >report.rc
+	trace-cmd report -i t.dat >tc-report.txt 2>tc-report.err
+	echo "rc=$?" >tc-report.rc
+}
+
+# record_deferred ARGS...: tracer-cli record with deferred user stacks into
+# t.dat (the command's stdout, its ground truth, into truth.txt), then
+# `reports`, then reset tracing.
+record_deferred() {
+	tracer-cli record -q --user-stacks deferred -b 1024 -o t.dat "$@" >truth.txt 2>record.err
+	echo "rc=$?" >record.rc
+	reports
+	tracer-cli reset >/dev/null 2>&1
+	true
+}
