@@ -510,16 +510,13 @@ impl Stitcher {
         }
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
-        let open_match = state
-            .open
-            .filter(|&g| self.out.groups[g].cookie == Some(cookie));
-        let prev_match = state
-            .prev
-            .filter(|&g| self.out.groups[g].cookie == Some(cookie));
-        let done_match = state.done.filter(|&g| {
-            self.out.groups[g].cookie == Some(cookie) && self.out.groups[g].user_stack.is_some()
-        });
-        let g = if let Some(g) = open_match.or(prev_match).or(done_match) {
+        // The open group, the one closed just before, or the one that got
+        // its stack last, in that order, if it has this cookie.
+        let known = [state.open, state.prev, state.done]
+            .into_iter()
+            .flatten()
+            .find(|&g| self.out.groups[g].cookie == Some(cookie));
+        let g = if let Some(g) = known {
             g
         } else {
             // A new kernel entry: whatever was open never got its stack.
