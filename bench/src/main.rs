@@ -8,7 +8,7 @@
 //! * `tui FILE`: time until the TUI's first frame, headless (open, index,
 //!   refresh, render into ratatui's `TestBackend`).
 //! * `gen-cookie OUT GROUPS none|zstd`: a synthetic trace.dat with cookie
-//!   and deferred user stack events (`stitch::testdata::demo`).
+//!   and deferred user stack events (`ustack_stitch::testdata::demo`).
 //!
 //! Timers print one Markdown table row each, so that `run.sh` can paste
 //! them into its result table. Errors print one line and exit 1.
@@ -20,9 +20,9 @@ use std::time::{Duration, Instant};
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use tracedata::compress::Compression;
-use tracedata::writer::{FileVersion, WriteOptions};
-use tracedata::{Item, TraceFile};
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::writer::{FileVersion, WriteOptions};
+use ustack_tracedata::{Item, TraceFile};
 
 type Res<T> = Result<T, String>;
 
@@ -146,8 +146,8 @@ fn decode(path: &Path) -> Res<Round> {
 /// `report --stacks` pick (the first one that holds data).
 fn stitch_load(path: &Path) -> Res<Round> {
     let f = open(path)?;
-    let buf = stitch::file::buffer(&f, None).map_err(|e| e.to_string())?;
-    let idx = stitch::file::load(&f, buf);
+    let buf = ustack_stitch::file::buffer(&f, None).map_err(|e| e.to_string())?;
+    let idx = ustack_stitch::file::load(&f, buf);
     if let Some(e) = &idx.error {
         return Err(format!("{}: {e}", path.display()));
     }
@@ -162,10 +162,10 @@ fn stitch_load(path: &Path) -> Res<Round> {
 /// What `tracer-cli tui` does before its first frame, on a 200x50 screen.
 fn tui_first_frame(path: &Path) -> Res<Round> {
     let size = (200, 50);
-    let (mut app, mut src) = tui::open(path, None, size).map_err(|e| e.to_string())?;
+    let (mut app, mut src) = ustack_tui::open(path, None, size).map_err(|e| e.to_string())?;
     app.refresh(&mut src);
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).map_err(|e| e.to_string())?;
-    term.draw(|f| tui::ui::render(f, &app))
+    term.draw(|f| ustack_tui::ui::render(f, &app))
         .map_err(|e| e.to_string())?;
     // The screen must show the file: count its non-blank cells.
     let cells = term
@@ -201,7 +201,7 @@ fn gen_cookie(args: &[String]) -> Res<()> {
         version: FileVersion::V7,
         compression,
     };
-    stitch::testdata::demo(groups, 2)
+    ustack_stitch::testdata::demo(groups, 2)
         .write_with(Path::new(out), &opts)
         .map_err(|e| e.to_string())
 }

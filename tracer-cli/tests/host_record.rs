@@ -23,8 +23,8 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use tracedata::format::EventFormat;
-use tracedata::{Item, Record, TraceFile};
+use ustack_tracedata::format::EventFormat;
+use ustack_tracedata::{Item, Record, TraceFile};
 
 /// Test program: N1 getppid and N2 writes to /dev/null in the main thread,
 /// N3 getppid in a thread named `ustk_worker`; then it writes
@@ -532,7 +532,7 @@ fn forced_drops_agree_with_kernel_stats() {
     let mut total_overrun = 0;
     for (cpu, text) in &stats {
         let cpu = *cpu;
-        let s = tracefs::CpuStats::parse(cpu, text);
+        let s = ustack_tracefs::CpuStats::parse(cpu, text);
         let overrun = s.overrun.unwrap();
         let live = owned.cpu_stats(cpu).unwrap();
         assert_eq!(
@@ -594,13 +594,13 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
     let dir = tempfile::tempdir().unwrap();
     let name = inst_name(tag);
     let owned = fs.create_instance(&name).unwrap();
-    let inst: &tracefs::Instance = &owned;
+    let inst: &ustack_tracefs::Instance = &owned;
     // Settings different from what record will use.
     inst.set_buffer_size_kb(256).unwrap();
     inst.set_trace_clock("global").unwrap();
     inst.set_option("stacktrace", true).unwrap();
     inst.set_tracing_on(false).unwrap();
-    let sw = tracefs::EventId {
+    let sw = ustack_tracefs::EventId {
         system: "sched".into(),
         name: "sched_wakeup".into(),
     };

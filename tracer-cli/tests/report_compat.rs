@@ -271,9 +271,9 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
         let t = assert_same(&out);
         assert_eq!(t, text, "{name} reports the same events as the original");
     }
-    let f = tracedata::TraceFile::open(dir.join("v6.dat")).unwrap();
+    let f = ustack_tracedata::TraceFile::open(dir.join("v6.dat")).unwrap();
     assert_eq!(f.version(), 6);
-    let f = tracedata::TraceFile::open(dir.join("zstd.dat")).unwrap();
+    let f = ustack_tracedata::TraceFile::open(dir.join("zstd.dat")).unwrap();
     assert_eq!(f.compression().map(|c| c.0), Some("zstd"));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -399,7 +399,7 @@ fn forced_drops_are_reported_like_trace_cmd() {
         "the tiny buffer did not overflow: {overruns:?}"
     );
     // The CPUSTAT options of the file agree with what the kernel said.
-    let f = tracedata::TraceFile::open(&file).unwrap();
+    let f = ustack_tracedata::TraceFile::open(&file).unwrap();
     let stats = f.cpu_stats();
     let inst = stats
         .iter()

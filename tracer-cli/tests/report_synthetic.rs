@@ -8,9 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tracedata::compress::Compression;
-use tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON, HEADER_EVENT, HEADER_PAGE};
-use tracedata::writer::{
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::page::build::{
+    PageBuilder, COMMON_FIELDS as COMMON, HEADER_EVENT, HEADER_PAGE,
+};
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, TraceMeta, WriteOptions,
 };
 

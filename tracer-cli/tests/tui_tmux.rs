@@ -120,7 +120,7 @@ fn have_tmux() -> bool {
 
 fn trace(dir: &Path) -> PathBuf {
     let p = dir.join("tmux.dat");
-    stitch::testdata::fixture().write(&p).unwrap();
+    ustack_stitch::testdata::fixture().write(&p).unwrap();
     p
 }
 

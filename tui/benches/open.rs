@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use tui::app::{Msg, Tab};
+use ustack_tui::app::{Msg, Tab};
 
 fn main() {
     let groups: usize = std::env::args()
@@ -16,27 +16,29 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("tui-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.dat");
-    stitch::testdata::demo(groups, 4).write(&path).unwrap();
+    ustack_stitch::testdata::demo(groups, 4)
+        .write(&path)
+        .unwrap();
     for round in 0..3 {
         let t = Instant::now();
-        let (mut app, mut src) = tui::open(&path, None, (160, 50)).unwrap();
+        let (mut app, mut src) = ustack_tui::open(&path, None, (160, 50)).unwrap();
         app.refresh(&mut src);
         let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
-        term.draw(|f| tui::ui::render(f, &app)).unwrap();
+        term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
         let first = t.elapsed();
         let t = Instant::now();
         app.update(Msg::ShowTab(Tab::Events), &mut src);
         app.update(Msg::Bottom, &mut src);
-        term.draw(|f| tui::ui::render(f, &app)).unwrap();
+        term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
         let jump = t.elapsed();
         let t = Instant::now();
         for _ in 0..100 {
             app.update(Msg::Up(1), &mut src);
-            term.draw(|f| tui::ui::render(f, &app)).unwrap();
+            term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
         }
         let step = t.elapsed() / 100;
         let t = Instant::now();
-        app.update(Msg::StartPrompt(tui::app::Prompt::Comm), &mut src);
+        app.update(Msg::StartPrompt(ustack_tui::app::Prompt::Comm), &mut src);
         for c in "cc1".chars() {
             app.update(Msg::Char(c), &mut src);
         }

@@ -8,10 +8,10 @@
 
 use std::collections::HashMap;
 
-use stitch::symbols::Frame;
-use stitch::trace::Index;
-use stitch::view::GroupDetail;
-use stitch::Status;
+use ustack_stitch::symbols::Frame;
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::GroupDetail;
+use ustack_stitch::Status;
 
 use crate::source::Source;
 use crate::ui;

@@ -67,9 +67,9 @@ pub fn open(
     buffer: Option<&str>,
     size: (u16, u16),
 ) -> Result<(App, FileSource), Error> {
-    let file = tracedata::TraceFile::open(path).map_err(|e| Error(e.to_string()))?;
+    let file = ustack_tracedata::TraceFile::open(path).map_err(|e| Error(e.to_string()))?;
     let bi = {
-        let b = stitch::file::buffer(&file, buffer).map_err(|e| Error(e.to_string()))?;
+        let b = ustack_stitch::file::buffer(&file, buffer).map_err(|e| Error(e.to_string()))?;
         file.buffers()
             .iter()
             .position(|x| std::ptr::eq(x, b))

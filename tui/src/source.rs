@@ -1,11 +1,11 @@
 //! Where the TUI gets what the index does not hold: event field text and
 //! symbolized group details.
 
-use stitch::file;
-use stitch::symbols::{Frame, Symbolizer};
-use stitch::trace::Index;
-use stitch::view::{self, GroupDetail};
-use tracedata::TraceFile;
+use ustack_stitch::file;
+use ustack_stitch::symbols::{Frame, Symbolizer};
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::{self, GroupDetail};
+use ustack_tracedata::TraceFile;
 
 /// Lazy access to record payloads and symbols.
 pub trait Source {

@@ -5,8 +5,8 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
-use stitch::view::{fmt_ts, kframe, status_note, uframe, GroupDetail};
-use stitch::Status;
+use ustack_stitch::view::{fmt_ts, kframe, status_note, uframe, GroupDetail};
+use ustack_stitch::Status;
 
 use crate::app::{App, Focus, Tab};
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use ratatui::style::{Color, Modifier};
-use tui::app::{Msg, Prompt, Tab};
+use ustack_tui::app::{Msg, Prompt, Tab};
 
 const HEADER: &str =
     " fixture.dat | 10 events | 3 groups: 2 ok 0 pending 1 lost 0 orphan | drops 0:0 1:9\n";
@@ -76,7 +76,7 @@ fn groups_view_focused_detail_of_lost_group() {
     // detail pane has the focus, and the detail border is highlighted.
     let (w, h) = app.size;
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
-    term.draw(|fr| tui::ui::render(fr, &app)).unwrap();
+    term.draw(|fr| ustack_tui::ui::render(fr, &app)).unwrap();
     let buf = term.backend().buffer();
     assert_eq!(buf[(1, 4)].fg, Color::Red);
     assert!(buf[(1, 4)].modifier.contains(Modifier::UNDERLINED));

@@ -6,12 +6,12 @@ use common::*;
 use crossterm::event::{
     Event, KeyCode, KeyEvent, KeyEventKind, KeyEventState, KeyModifiers, MouseEvent, MouseEventKind,
 };
-use stitch::trace::Index;
-use stitch::view::GroupDetail;
-use stitch::Status;
-use tui::app::{App, Focus, Msg, Prompt, SortKey, Tab};
-use tui::keys::map_event;
-use tui::source::{FileSource, Source};
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::GroupDetail;
+use ustack_stitch::Status;
+use ustack_tui::app::{App, Focus, Msg, Prompt, SortKey, Tab};
+use ustack_tui::keys::map_event;
+use ustack_tui::source::{FileSource, Source};
 
 /// Wraps the file source and counts what it is asked for.
 struct Counting {
@@ -32,7 +32,7 @@ impl Source for Counting {
 }
 
 fn counting(f: &Fixture, size: (u16, u16)) -> (App, Counting) {
-    let (app, src) = tui::open(&f.path, None, size).unwrap();
+    let (app, src) = ustack_tui::open(&f.path, None, size).unwrap();
     (
         app,
         Counting {

@@ -15,24 +15,26 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.dat");
     let t = Instant::now();
-    stitch::testdata::demo(groups, 4).write(&path).unwrap();
+    ustack_stitch::testdata::demo(groups, 4)
+        .write(&path)
+        .unwrap();
     let size = std::fs::metadata(&path).unwrap().len();
     println!("write: {groups} groups, {size} bytes in {:?}", t.elapsed());
 
     for round in 0..3 {
         let t = Instant::now();
-        let f = tracedata::TraceFile::open(&path).unwrap();
+        let f = ustack_tracedata::TraceFile::open(&path).unwrap();
         let opened = t.elapsed();
-        let buf = stitch::file::buffer(&f, None).unwrap();
-        let idx = stitch::file::load(&f, buf);
+        let buf = ustack_stitch::file::buffer(&f, None).unwrap();
+        let idx = ustack_stitch::file::load(&f, buf);
         let loaded = t.elapsed();
-        let mut sym = stitch::file::symbolizer(&f);
+        let mut sym = ustack_stitch::file::symbolizer(&f);
         let g = &idx.stitched.groups[0];
-        let d = stitch::view::detail(
+        let d = ustack_stitch::view::detail(
             &idx,
             g,
-            |s| stitch::file::record(&f, buf, &idx.events[s as usize]),
-            &mut stitch::view::Texts::generic(),
+            |s| ustack_stitch::file::record(&f, buf, &idx.events[s as usize]),
+            &mut ustack_stitch::view::Texts::generic(),
             &mut sym,
         );
         let first = t.elapsed();
@@ -45,7 +47,7 @@ fn main() {
             (loaded - opened).as_nanos() as f64 / idx.events.len().max(1) as f64,
             first - loaded,
             d.user_frames.len(),
-            (idx.events.capacity() * std::mem::size_of::<stitch::trace::EventMeta>()) >> 20,
+            (idx.events.capacity() * std::mem::size_of::<ustack_stitch::trace::EventMeta>()) >> 20,
         );
     }
     std::fs::remove_dir_all(&dir).ok();

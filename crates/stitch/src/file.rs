@@ -1,9 +1,9 @@
-//! Stitching straight from a trace.dat file ([`tracedata::reader::TraceFile`]).
+//! Stitching straight from a trace.dat file ([`ustack_tracedata::reader::TraceFile`]).
 
 use std::collections::HashMap;
 
-use tracedata::reader::{Buffer, TraceFile};
-use tracedata::Record;
+use ustack_tracedata::reader::{Buffer, TraceFile};
+use ustack_tracedata::Record;
 
 use crate::symbols::{ProcMaps, Symbolizer};
 use crate::trace::{Comms, EventMeta, Index, Locator};

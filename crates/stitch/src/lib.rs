@@ -37,9 +37,9 @@
 //! Quick use:
 //!
 //! ```no_run
-//! let f = tracedata::TraceFile::open("trace.dat").unwrap();
-//! let buf = stitch::file::buffer(&f, None).unwrap();
-//! let idx = stitch::file::load(&f, buf);
+//! let f = ustack_tracedata::TraceFile::open("trace.dat").unwrap();
+//! let buf = ustack_stitch::file::buffer(&f, None).unwrap();
+//! let idx = ustack_stitch::file::load(&f, buf);
 //! for g in &idx.stitched.groups {
 //!     println!("{} {:?} {}", g.pid, g.cookie, g.status.name());
 //! }

@@ -2,8 +2,8 @@
 //! (the event's print format or its plugin), so that the stitched views
 //! show `NR 35 (...)` rather than raw fields.
 
-use libtraceevent_sys as tep;
-use tracedata::{Record, TraceFile};
+use ustack_tracedata::{Record, TraceFile};
+use ustack_traceevent_sys as tep;
 
 /// A libtraceevent handle set up from `file`'s sections the way trace-cmd
 /// sets it up ([`tep::Tep::load`]), with the sections libtraceevent

@@ -7,7 +7,7 @@
 //! the formats, kallsyms, saved_cmdlines and PROCMAPS a recorder would save.
 //!
 //! ```no_run
-//! use stitch::testdata::TraceBuilder;
+//! use ustack_stitch::testdata::TraceBuilder;
 //! let mut t = TraceBuilder::new(2);
 //! t.comm(42, "app");
 //! t.sys_enter(0, 1_000, 42, 1);
@@ -18,12 +18,12 @@
 
 use std::path::Path;
 
-use tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON};
-use tracedata::writer::{
+use ustack_tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON};
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
 };
 
-pub use tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
+pub use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 
 /// Event id of `ftrace:kernel_stack`.
 pub const ID_KERNEL_STACK: u16 = 4;
@@ -196,7 +196,7 @@ impl TraceBuilder {
             comm: comm.to_string(),
             maps: maps
                 .iter()
-                .map(|&(start, end, path)| tracedata::writer::LibMap {
+                .map(|&(start, end, path)| ustack_tracedata::writer::LibMap {
                     start,
                     end,
                     path: path.to_string(),
@@ -359,23 +359,27 @@ impl TraceBuilder {
 
     /// Writes the trace.dat (version 7, uncompressed) at `path`. The per-CPU
     /// page files are written next to it (`path.cpuN`) and removed after.
-    pub fn write(&self, path: &Path) -> Result<(), tracedata::Error> {
+    pub fn write(&self, path: &Path) -> Result<(), ustack_tracedata::Error> {
         self.write_with(
             path,
             &WriteOptions {
-                version: tracedata::writer::FileVersion::V7,
-                compression: tracedata::compress::Compression::None,
+                version: ustack_tracedata::writer::FileVersion::V7,
+                compression: ustack_tracedata::compress::Compression::None,
             },
         )
     }
 
     /// Like [`TraceBuilder::write`] with explicit writer options.
-    pub fn write_with(&self, path: &Path, opts: &WriteOptions) -> Result<(), tracedata::Error> {
+    pub fn write_with(
+        &self,
+        path: &Path,
+        opts: &WriteOptions,
+    ) -> Result<(), ustack_tracedata::Error> {
         let mut cpus = Vec::new();
         let mut tmp = Vec::new();
         for (i, recs) in self.cpus.iter().enumerate() {
             let p = path.with_extension(format!("cpu{i}"));
-            std::fs::write(&p, self.pages(recs)).map_err(|e| tracedata::Error::io(&p, e))?;
+            std::fs::write(&p, self.pages(recs)).map_err(|e| ustack_tracedata::Error::io(&p, e))?;
             let mut data = CpuData::new(i as u32, &p);
             data.stats = self
                 .stats

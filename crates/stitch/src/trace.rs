@@ -9,9 +9,9 @@
 
 use std::collections::HashMap;
 
-use tracedata::format::{EventFormat, FieldKind};
-use tracedata::reader::Item;
-use tracedata::Record;
+use ustack_tracedata::format::{EventFormat, FieldKind};
+use ustack_tracedata::reader::Item;
+use ustack_tracedata::Record;
 
 use crate::stitcher::{Input, Stitched, Stitcher};
 

@@ -1,7 +1,7 @@
 //! Resolved, display-ready views of groups, shared by the report and the
 //! TUI: event names and field text, symbolized kernel and user stacks.
 
-use tracedata::{Record, TraceFile};
+use ustack_tracedata::{Record, TraceFile};
 
 use crate::printfmt::InfoPrinter;
 use crate::stitcher::{Group, GroupKind, Status, UserStackRef};

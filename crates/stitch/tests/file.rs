@@ -1,15 +1,15 @@
 //! End to end: a synthetic trace.dat through the reader, the index and the
 //! stitcher.
 
-use stitch::file;
-use stitch::testdata::ID_SYS_ENTER;
-use stitch::Status;
-use tracedata::reader::TraceFile;
+use ustack_stitch::file;
+use ustack_stitch::testdata::ID_SYS_ENTER;
+use ustack_stitch::Status;
+use ustack_tracedata::reader::TraceFile;
 
-use stitch::testdata::{FIXTURE_COOKIE_A as COOKIE_A, FIXTURE_COOKIE_B as COOKIE_B};
+use ustack_stitch::testdata::{FIXTURE_COOKIE_A as COOKIE_A, FIXTURE_COOKIE_B as COOKIE_B};
 
 fn build(path: &std::path::Path) {
-    stitch::testdata::fixture().write(path).unwrap();
+    ustack_stitch::testdata::fixture().write(path).unwrap();
 }
 
 #[test]
@@ -92,7 +92,7 @@ fn synthetic_file_is_indexed_and_stitched() {
     assert_eq!((rec.cpu, rec.ts, rec.common_pid()), (1, 1_500, Some(200)));
     let fmt = idx.formats.get(&ID_SYS_ENTER).unwrap();
     assert_eq!(
-        stitch::trace::fields_text(fmt, &rec),
+        ustack_stitch::trace::fields_text(fmt, &rec),
         "id=0 args={0x0,0x1,0x2,0x3,0x4,0x5}"
     );
 
@@ -114,7 +114,7 @@ fn synthetic_file_is_indexed_and_stitched() {
 fn loss_of_unknown_size_takes_the_kernel_count_from_cpustat() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.dat");
-    let mut b = stitch::testdata::TraceBuilder::new(3);
+    let mut b = ustack_stitch::testdata::TraceBuilder::new(3);
     b.sys_enter(0, 1000, 42, 35)
         .lost(0, None)
         .sys_enter(0, 2000, 42, 35)

@@ -1,11 +1,11 @@
 //! Garbage in, no panic out: random records (special event ids with short
 //! or corrupt payloads, random losses) through the index and the views.
 
-use stitch::symbols::{ProcMaps, Symbolizer};
-use stitch::testdata;
-use stitch::trace::{Comms, Index, Locator};
-use tracedata::reader::Item;
-use tracedata::{EventFormat, Record};
+use ustack_stitch::symbols::{ProcMaps, Symbolizer};
+use ustack_stitch::testdata;
+use ustack_stitch::trace::{Comms, Index, Locator};
+use ustack_tracedata::reader::Item;
+use ustack_tracedata::{EventFormat, Record};
 
 fn formats() -> Vec<EventFormat> {
     let mut v = Vec::new();
@@ -71,7 +71,7 @@ fn random_records_do_not_panic() {
             ProcMaps::parse_procmaps("zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n"),
         );
         for g in &idx.stitched.groups {
-            let d = stitch::view::detail(
+            let d = ustack_stitch::view::detail(
                 &idx,
                 g,
                 |s| {
@@ -81,7 +81,7 @@ fn random_records_do_not_panic() {
                         data: &payloads[s as usize],
                     })
                 },
-                &mut stitch::view::Texts::generic(),
+                &mut ustack_stitch::view::Texts::generic(),
                 &mut sym,
             );
             let _ = d.lines();
@@ -92,7 +92,7 @@ fn random_records_do_not_panic() {
                 ts: 0,
                 data: &payloads[s as usize],
             };
-            let _ = stitch::view::event_text(&idx, s, Some(&r));
+            let _ = ustack_stitch::view::event_text(&idx, s, Some(&r));
         }
     }
 }

@@ -1,7 +1,7 @@
 //! Hand-built input sequences for the stitching algorithm.
 
-use stitch::stitcher::stitch;
-use stitch::{EventRef, GroupKind, Input, Status, Stitched};
+use ustack_stitch::stitcher::stitch;
+use ustack_stitch::{EventRef, GroupKind, Input, Status, Stitched};
 
 fn k(seq: u64, cpu: u32, ts: u64, pid: i32) -> Input<'static> {
     Input::Kernel { seq, cpu, ts, pid }

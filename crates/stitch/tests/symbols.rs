@@ -1,6 +1,6 @@
 //! Symbolization: kallsyms, process maps, ELF symbols.
 
-use stitch::symbols::{demangle, Frame, KernelSymbols, ProcMaps, Symbolizer};
+use ustack_stitch::symbols::{demangle, Frame, KernelSymbols, ProcMaps, Symbolizer};
 
 #[test]
 fn rust_names_are_demangled() {

@@ -9,11 +9,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use tracedata::page::build::PageBuilder;
-use tracedata::writer::{
+use ustack_tracedata::page::build::PageBuilder;
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, TraceMeta, WriteOptions,
 };
-use tracedata::{Item, TraceFile};
+use ustack_tracedata::{Item, TraceFile};
 
 const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
 \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n\
@@ -67,7 +67,7 @@ fn synth(dir: &std::path::Path, mb: usize) -> PathBuf {
     let out = dir.join("bench.dat");
     let opts = WriteOptions {
         version: FileVersion::V7,
-        compression: tracedata::compress::Compression::None,
+        compression: ustack_tracedata::compress::Compression::None,
     };
     let buffers = [BufferData {
         name: String::new(),

@@ -2,7 +2,7 @@
 //!
 //! Usage: `cargo run -p tracedata --example dump -- FILE [--events]`
 
-use tracedata::{Item, TraceFile};
+use ustack_tracedata::{Item, TraceFile};
 
 fn main() {
     let mut args = std::env::args().skip(1);

@@ -13,8 +13,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use tracedata::compress::Compression;
-use tracedata::writer::{
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, FileVersion, TraceMeta, WriteOptions,
 };
 

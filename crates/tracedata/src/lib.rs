@@ -15,7 +15,7 @@
 //! Reading a file:
 //!
 //! ```no_run
-//! use tracedata::{Item, TraceFile};
+//! use ustack_tracedata::{Item, TraceFile};
 //!
 //! let file = TraceFile::open("trace.dat")?;
 //! let switch = file.formats().by_name("sched", "sched_switch");
@@ -33,7 +33,7 @@
 //!         }
 //!     }
 //! }
-//! # Ok::<(), tracedata::Error>(())
+//! # Ok::<(), ustack_tracedata::Error>(())
 //! ```
 
 pub mod compress;

@@ -7,8 +7,8 @@
 //! calls [`write_trace_dat`] (or uses the [`TraceDatWriter`] builder):
 //!
 //! ```no_run
-//! use tracedata::writer::{write_trace_dat, BufferData, CpuData, TraceMeta, WriteOptions};
-//! # fn main() -> tracedata::Result<()> {
+//! use ustack_tracedata::writer::{write_trace_dat, BufferData, CpuData, TraceMeta, WriteOptions};
+//! # fn main() -> ustack_tracedata::Result<()> {
 //! let meta = TraceMeta {
 //!     page_size: 4096,
 //!     cpu_count: 2,

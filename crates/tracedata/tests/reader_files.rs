@@ -6,8 +6,8 @@
 
 use std::io::Write;
 
-use tracedata::page::build::{PageBuilder, COMMON_FIELDS, HEADER_EVENT, HEADER_PAGE};
-use tracedata::{Item, TraceFile};
+use ustack_tracedata::page::build::{PageBuilder, COMMON_FIELDS, HEADER_EVENT, HEADER_PAGE};
+use ustack_tracedata::{Item, TraceFile};
 
 const PAGE: usize = 4096;
 
@@ -365,7 +365,7 @@ fn build_v6(instance: Option<&str>) -> Vec<u8> {
     o.0
 }
 
-fn open(bytes: Vec<u8>) -> tracedata::Result<TraceFile> {
+fn open(bytes: Vec<u8>) -> ustack_tracedata::Result<TraceFile> {
     TraceFile::from_bytes("gen.dat", bytes)
 }
 

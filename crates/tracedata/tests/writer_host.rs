@@ -26,8 +26,8 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tracedata::compress::Compression;
-use tracedata::writer::{
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, ProcMap, TraceMeta,
     WriteOptions,
 };

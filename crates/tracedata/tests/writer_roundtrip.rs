@@ -12,10 +12,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tracedata::compress::Compression;
-use tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
-use tracedata::reader::{Item, TraceFile};
-use tracedata::writer::{
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
+use ustack_tracedata::reader::{Item, TraceFile};
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, LibMap, ProcMap, TraceMeta,
     WriteOptions,
 };
@@ -247,7 +247,7 @@ fn reader_gets_back_everything() {
         let procmaps: Vec<String> = t
             .options()
             .iter()
-            .filter(|o| o.id == tracedata::dat::option::PROCMAPS)
+            .filter(|o| o.id == ustack_tracedata::dat::option::PROCMAPS)
             .map(|o| String::from_utf8(o.data.clone()).unwrap())
             .collect();
         assert_eq!(

@@ -3,7 +3,7 @@
 
 use std::fs;
 use std::path::Path;
-use tracefs::{EventId, EventSpec, Guard, Tracefs};
+use ustack_tracefs::{EventId, EventSpec, Guard, Tracefs};
 
 fn put(root: &Path, rel: &str, content: &str) {
     let p = root.join(rel);

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use tracefs::{EventId, Guard, Tracefs};
+use ustack_tracefs::{EventId, Guard, Tracefs};
 
 fn host() -> Option<Tracefs> {
     let why = if !nix::unistd::geteuid().is_root() {
@@ -146,7 +146,7 @@ fn guard_restores_real_instance_settings() {
     let name = format!("tracefs-test-guard-{}", std::process::id());
     let owned = fs.create_instance(&name).unwrap();
     let sw = ev("sched", "sched_switch");
-    let snapshot = |i: &tracefs::Instance| {
+    let snapshot = |i: &ustack_tracefs::Instance| {
         (
             i.option("stacktrace").unwrap(),
             i.option("userstacktrace").unwrap(),

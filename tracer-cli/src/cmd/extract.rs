@@ -9,8 +9,8 @@
 use super::opts::{InstanceSelection, OutputOpts};
 use super::record::{buffer_data, collect_meta, TempFiles};
 use anyhow::Result;
-use tracedata::writer::write_trace_dat;
-use tracefs::Tracefs;
+use ustack_tracedata::writer::write_trace_dat;
+use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli extract`.
 #[derive(clap::Args, Debug)]

@@ -4,7 +4,7 @@
 
 use anyhow::{bail, Result};
 use std::ffi::CString;
-use tracefs::Tracefs;
+use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli list`.
 #[derive(clap::Args, Debug)]

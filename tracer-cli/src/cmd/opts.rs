@@ -2,8 +2,8 @@
 
 use anyhow::Result;
 use std::path::PathBuf;
-use tracedata::writer::WriteOptions;
-use tracefs::{Instance, Tracefs};
+use ustack_tracedata::writer::WriteOptions;
+use ustack_tracefs::{Instance, Tracefs};
 
 /// `-B`/`-a`/`-t` instance selection of `stop`, `extract` and `reset`.
 #[derive(clap::Args, Debug, Clone, Default)]

@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracefs::{signals, CpuStats};
+use ustack_tracefs::{signals, CpuStats};
 
 use super::opts::OutputOpts;
 

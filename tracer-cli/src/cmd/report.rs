@@ -1,7 +1,7 @@
 //! `tracer-cli report`: prints a trace.dat file like `trace-cmd report`.
 //!
 //! The file is read, its pages decoded and its CPUs (and buffers) merged by
-//! `tracedata`. libtraceevent, through `libtraceevent-sys`, is set up the way
+//! `tracedata`. libtraceevent, through `ustack-traceevent-sys`, is set up the way
 //! trace-cmd sets it up (header page, formats, kallsyms, printk formats,
 //! saved cmdlines, plugins) and prints each event's info (print format or
 //! plugin); the comm/pid/cpu and time columns are written here the way
@@ -17,9 +17,9 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use libtraceevent_sys as tep;
-use tracedata::dat::option;
-use tracedata::{Item, Record, TraceFile};
+use ustack_tracedata::dat::option;
+use ustack_tracedata::{Item, Record, TraceFile};
+use ustack_traceevent_sys as tep;
 
 /// Arguments of `tracer-cli report`.
 #[derive(clap::Args, Debug, Clone)]
@@ -149,7 +149,7 @@ impl<'f> Printer<'f> {
     /// the formats of every event of the system, of which a trace uses a
     /// few.
     pub fn new(file: &'f TraceFile) -> Result<Printer<'f>> {
-        let (t, rejected) = stitch::printfmt::load_tep_without_formats(file)?;
+        let (t, rejected) = ustack_stitch::printfmt::load_tep_without_formats(file)?;
         if let Some(e) = rejected.into_iter().next() {
             return Err(e.into());
         }
@@ -428,11 +428,11 @@ impl Drop for Filters {
 /// One buffer's stream with trace-cmd's filtering applied.
 struct Stream<'a> {
     prefix: String,
-    iter: tracedata::reader::Records<'a>,
+    iter: ustack_tracedata::reader::Records<'a>,
     next: Option<(Record<'a>, Option<Option<u64>>)>,
     done: bool,
     last_printed: Vec<bool>,
-    error: Option<tracedata::Error>,
+    error: Option<ustack_tracedata::Error>,
 }
 
 struct Ctx<'f> {
@@ -743,7 +743,7 @@ mod tests {
     fn pid_cpu_and_name_columns() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.dat");
-        let mut b = stitch::testdata::TraceBuilder::new(1);
+        let mut b = ustack_stitch::testdata::TraceBuilder::new(1);
         for (i, pid) in [0, 7, 12345, 1234567, -1, -42_000].into_iter().enumerate() {
             b.sys_enter(0, 1_000 + i as u64, pid, 1);
         }
@@ -776,7 +776,7 @@ mod tests {
     fn formats_registered_on_first_use_print_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.dat");
-        let mut b = stitch::testdata::TraceBuilder::new(2);
+        let mut b = ustack_stitch::testdata::TraceBuilder::new(2);
         b.comm(10, "alpha")
             .sched_switch(0, 1_000, (10, "alpha"), (0, "swapper/0"))
             .sys_enter(1, 2_000, 10, 39)

@@ -5,7 +5,7 @@
 
 use super::opts::InstanceSelection;
 use anyhow::{bail, Result};
-use tracefs::{Instance, Tracefs};
+use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli reset`.
 #[derive(clap::Args, Debug)]

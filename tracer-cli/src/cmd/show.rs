@@ -3,7 +3,7 @@
 
 use anyhow::{Context, Result};
 use std::io::Write;
-use tracefs::Tracefs;
+use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli show`.
 #[derive(clap::Args, Debug)]
@@ -71,7 +71,7 @@ pub fn run(args: Args) -> Result<()> {
         writeln!(out, "{}", path.display())?;
     }
     let mut f = std::fs::File::open(&path)
-        .map_err(|e| tracefs::Error::io(tracefs::Op::Open, inst.shown(&rel), e))?;
+        .map_err(|e| ustack_tracefs::Error::io(ustack_tracefs::Op::Open, inst.shown(&rel), e))?;
     match std::io::copy(&mut f, &mut out) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

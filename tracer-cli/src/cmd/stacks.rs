@@ -13,11 +13,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use stitch::symbols::Frame;
-use stitch::trace::Index;
-use stitch::view::{self, GroupDetail};
-use stitch::{file, Status};
-use tracedata::TraceFile;
+use ustack_stitch::symbols::Frame;
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::{self, GroupDetail};
+use ustack_stitch::{file, Status};
+use ustack_tracedata::TraceFile;
 
 /// Output shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,8 +269,8 @@ fn group_json(d: &GroupDetail) -> String {
         d.pid,
         js(&d.comm),
         match d.kind {
-            stitch::GroupKind::Deferred => "deferred",
-            stitch::GroupKind::Sync => "sync",
+            ustack_stitch::GroupKind::Deferred => "deferred",
+            ustack_stitch::GroupKind::Sync => "sync",
         },
         d.cookie
             .map(|c| format!("\"{c:#x}\""))

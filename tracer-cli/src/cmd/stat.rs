@@ -2,7 +2,7 @@
 //! top one and a list of instances).
 
 use anyhow::Result;
-use tracefs::{Instance, Tracefs};
+use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli stat`.
 #[derive(clap::Args, Debug)]

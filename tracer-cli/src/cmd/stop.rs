@@ -3,7 +3,7 @@
 
 use super::opts::InstanceSelection;
 use anyhow::Result;
-use tracefs::Tracefs;
+use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli stop`.
 #[derive(clap::Args, Debug)]

@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use tracedata::compress::Compression;
-use tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
-use tracefs::{signals, CpuStats};
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
+use ustack_tracefs::{signals, CpuStats};
 
 use super::record::{
     collect_meta, pair_filters_of, reader_thread, setup, write_dat, HeldChild, MapsTracker,
@@ -74,14 +74,14 @@ pub fn run(args: Args) -> Result<()> {
         anyhow::bail!("recording options and a command need --live");
     }
     if !tty {
-        let f = tracedata::TraceFile::open(&args.input)?;
+        let f = ustack_tracedata::TraceFile::open(&args.input)?;
         let view = super::stacks::View {
             symfs: args.symfs,
             ..super::stacks::View::text()
         };
         return super::stacks::print_file(&f, &view);
     }
-    tui::run(&tui::Options {
+    ustack_tui::run(&ustack_tui::Options {
         input: args.input,
         buffer: args.buffer,
         live_maps: args.proc_maps,
@@ -94,7 +94,7 @@ pub fn run(args: Args) -> Result<()> {
 struct Reader {
     stop: Arc<AtomicBool>,
     bytes: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<tracefs::Result<()>>>,
+    thread: Option<std::thread::JoinHandle<ustack_tracefs::Result<()>>>,
 }
 
 /// The live recording behind the TUI.
@@ -204,7 +204,7 @@ impl LiveRec {
     }
 }
 
-impl tui::Live for LiveRec {
+impl ustack_tui::Live for LiveRec {
     fn poll(&mut self) -> (Option<PathBuf>, Option<String>) {
         let mut changed = false;
         if let Some(m) = self.maps.as_mut() {
@@ -312,8 +312,8 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
     }
     live.child = child;
     let first = live.snapshot()?;
-    let res = tui::run_with(
-        &tui::Options {
+    let res = ustack_tui::run_with(
+        &ustack_tui::Options {
             input: first,
             buffer: None,
             live_maps: true,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use tracefs::{Instance, Tracefs};
+use ustack_tracefs::{Instance, Tracefs};
 
 /// The tracefs of the host, or `None` after printing `SKIP: <why>` (a
 /// missing prerequisite fails the test under CI=true).

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use stitch::testdata;
-use tui::app::{App, Msg, Prompt};
-use tui::source::{FileSource, Source};
+use ustack_stitch::testdata;
+use ustack_tui::app::{App, Msg, Prompt};
+use ustack_tui::source::{FileSource, Source};
 
 /// The fixture trace written into a fresh temporary directory.
 pub struct Fixture {
@@ -17,7 +17,7 @@ pub struct Fixture {
     pub path: PathBuf,
 }
 
-/// Writes `stitch::testdata::fixture()` (or the demo with `groups`).
+/// Writes `ustack_stitch::testdata::fixture()` (or the demo with `groups`).
 pub fn fixture(demo_groups: Option<usize>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fixture.dat");
@@ -30,7 +30,7 @@ pub fn fixture(demo_groups: Option<usize>) -> Fixture {
 
 /// Opens the fixture as the TUI does.
 pub fn open(f: &Fixture, size: (u16, u16)) -> (App, FileSource) {
-    let (mut app, mut src) = tui::open(&f.path, None, size).unwrap();
+    let (mut app, mut src) = ustack_tui::open(&f.path, None, size).unwrap();
     app.refresh(&mut src);
     (app, src)
 }
@@ -55,7 +55,7 @@ pub fn type_in(kind: Prompt, text: &str) -> Vec<Msg> {
 pub fn screen(app: &App) -> Vec<String> {
     let (w, h) = app.size;
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| tui::ui::render(f, app)).unwrap();
+    term.draw(|f| ustack_tui::ui::render(f, app)).unwrap();
     let buf = term.backend().buffer().clone();
     let mut out = Vec::new();
     for y in 0..h {

@@ -10,8 +10,8 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tracedata::writer::{LibMap, ProcMap};
-use tracefs::Tracefs;
+use ustack_tracedata::writer::{LibMap, ProcMap};
+use ustack_tracefs::Tracefs;
 
 /// Merges a snapshot of one process's maps into what is known of it.
 ///
@@ -322,7 +322,7 @@ impl MapsTracker {
 pub(crate) struct StackPidScanner {
     files: Vec<(File, u64)>,
     ids: HashSet<u16>,
-    header: tracedata::header::HeaderPage,
+    header: ustack_tracedata::header::HeaderPage,
     page_size: u64,
 }
 
@@ -348,7 +348,7 @@ impl StackPidScanner {
         if ids.is_empty() {
             return Ok(None);
         }
-        let header = tracedata::header::HeaderPage::parse(&fs.header_page()?)?;
+        let header = ustack_tracedata::header::HeaderPage::parse(&fs.header_page()?)?;
         let mut files = Vec::new();
         for (_, p) in paths {
             files.push((
@@ -384,7 +384,7 @@ impl StackPidScanner {
                     break;
                 }
                 for page in buf[..n].chunks(self.page_size as usize) {
-                    let Ok(p) = tracedata::page::Page::new(page, &self.header) else {
+                    let Ok(p) = ustack_tracedata::page::Page::new(page, &self.header) else {
                         continue;
                     };
                     for (_, data) in p.events().flatten() {
@@ -419,7 +419,7 @@ mod tests {
 
     #[test]
     fn stack_pid_scanner_finds_user_stack_tasks_in_new_pages_only() {
-        use tracedata::page::build::PageBuilder;
+        use ustack_tracedata::page::build::PageBuilder;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("tracefs");
         let put = |rel: &str, text: &str| {

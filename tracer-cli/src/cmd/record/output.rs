@@ -7,12 +7,12 @@ use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use tracedata::compress::Compression;
-use tracedata::writer::{
+use ustack_tracedata::compress::Compression;
+use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, ProcMap, TraceMeta,
     WriteOptions, WriteSummary,
 };
-use tracefs::{CpuStats, EventId, Instance, Tracefs};
+use ustack_tracefs::{CpuStats, EventId, Instance, Tracefs};
 
 /// Builds the trace.dat metadata from tracefs: headers, the ftrace formats,
 /// the formats of `events` (all events when `None`), kallsyms, printk

@@ -6,12 +6,12 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tracefs::Instance;
+use ustack_tracefs::Instance;
 
 /// What one reader thread reports when it is done.
 pub(crate) struct ReaderResult {
     pub bytes: u64,
-    pub flushed: tracefs::DrainStats,
+    pub flushed: ustack_tracefs::DrainStats,
 }
 
 /// The reader threads. Dropping them (on an error path) turns tracing off
@@ -20,7 +20,7 @@ pub(crate) struct ReaderResult {
 pub(super) struct Readers {
     pub inst: Instance,
     pub flush: Arc<AtomicBool>,
-    pub threads: Vec<std::thread::JoinHandle<tracefs::Result<ReaderResult>>>,
+    pub threads: Vec<std::thread::JoinHandle<ustack_tracefs::Result<ReaderResult>>>,
 }
 
 impl Readers {
@@ -57,11 +57,11 @@ impl Drop for Readers {
 /// splices whole pages from `reader` into `out` until `flush` is set, then
 /// drains what is left, partial page included; `bytes` counts what moved.
 pub(crate) fn reader_thread(
-    mut reader: tracefs::CpuReader,
+    mut reader: ustack_tracefs::CpuReader,
     mut out: File,
     flush: Arc<AtomicBool>,
     bytes: Arc<AtomicU64>,
-) -> tracefs::Result<ReaderResult> {
+) -> ustack_tracefs::Result<ReaderResult> {
     let mut total = 0u64;
     while !flush.load(Ordering::SeqCst) {
         let ready = reader.wait(Duration::from_millis(100))?;

@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 use std::ffi::CString;
-use tracefs::{EventId, EventSpec, Guard, Instance, Tracefs};
+use ustack_tracefs::{EventId, EventSpec, Guard, Instance, Tracefs};
 
 /// Which user-space stacks to record.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -163,7 +163,9 @@ pub(crate) fn setup(
         None => fs.top(),
         Some(name) => match fs.instance(name) {
             Ok(i) => i,
-            Err(tracefs::Error::NotFound { .. }) => guard.adopt_instance(fs.create_instance(name)?),
+            Err(ustack_tracefs::Error::NotFound { .. }) => {
+                guard.adopt_instance(fs.create_instance(name)?)
+            }
             Err(e) => return Err(e.into()),
         },
     };

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use libtraceevent_sys::{unsafe_division, Tep};
+use ustack_traceevent_sys::{unsafe_division, Tep};
 
 const EVENTS: &str = "/sys/kernel/tracing/events";
 
