@@ -6,8 +6,9 @@
 //! crates (`tracefs`, `tracedata`, `stitch`, `tui`).
 
 mod cmd;
+mod signals;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Command line of `tracer-cli`.
 #[derive(Parser)]
@@ -46,10 +47,17 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // The subcommand's matches stay available: they keep the order of the
+    // options (which -f follows which -e).
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let sub = matches
+        .subcommand()
+        .map(|(_, m)| m.clone())
+        .unwrap_or_default();
     let result = match cli.command {
-        Command::Record(a) => cmd::record::run(a),
-        Command::Start(a) => cmd::start::run(a),
+        Command::Record(a) => cmd::record::run(a, &sub),
+        Command::Start(a) => cmd::start::run(a, &sub),
         Command::Stop(a) => cmd::stop::run(a),
         Command::Extract(a) => cmd::extract::run(a),
         Command::Reset(a) => cmd::reset::run(a),
@@ -57,7 +65,7 @@ fn main() {
         Command::List(a) => cmd::list::run(a),
         Command::Stat(a) => cmd::stat::run(a),
         Command::Report(a) => cmd::report::run(a),
-        Command::Tui(a) => cmd::tui::run(a),
+        Command::Tui(a) => cmd::tui::run(a, &sub),
     };
     if let Err(err) = result {
         // One line, whatever went wrong: the chain is joined with ": ".

@@ -253,7 +253,7 @@ fn tui_live_in_tmux() {
         format!("tracer-cli-live-{}", std::process::id()),
         "110",
         &format!(
-            "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; sleep 0.2; done'",
+            "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; /bin/true; sleep 0.2; done'",
             env!("CARGO_BIN_EXE_tracer-cli"),
             out.display()
         ),
@@ -291,6 +291,15 @@ fn tui_live_in_tmux() {
         .filter(|l| l.starts_with("sh-") && l.contains(" sync complete "))
         .count();
     assert!(groups >= 10, "{groups} groups:\n{text:.3000}");
+    // The command ran under ptrace: the maps of each `true`, which lives
+    // far less than a poll period, were taken at its exec and exit.
+    let f = ustack_tracedata::TraceFile::open(&out).unwrap();
+    let maps = f.procmaps().unwrap_or_default();
+    let trues = maps
+        .lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some("true"))
+        .count();
+    assert_eq!(trues, 20, "{maps:.3000}");
     drop(t);
     std::fs::remove_dir_all(&dir).ok();
 }

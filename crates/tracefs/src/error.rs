@@ -30,8 +30,6 @@ pub enum Op {
     Pipe,
     /// Mounting tracefs.
     Mount,
-    /// Installing signal handling.
-    Signal,
 }
 
 impl Op {
@@ -47,7 +45,6 @@ impl Op {
             Op::Poll => "poll",
             Op::Pipe => "create a pipe for",
             Op::Mount => "mount tracefs on",
-            Op::Signal => "set up signal handling for",
         }
     }
 }

@@ -89,15 +89,68 @@ impl Restorer {
     }
 }
 
+/// Removes the directories (instances still held open by this process's
+/// readers, as [`Restorer::restore_deferring_busy`] returns them) from a
+/// small child process once this process has exited (waiting up to 10 s
+/// for that). For a process about to exit without closing its readers.
+pub fn remove_dirs_after_exit(dirs: &[PathBuf]) {
+    use std::os::unix::ffi::OsStrExt;
+    let paths: Vec<std::ffi::CString> = dirs
+        .iter()
+        .filter_map(|d| std::ffi::CString::new(d.as_os_str().as_bytes()).ok())
+        .collect();
+    if paths.is_empty() {
+        return;
+    }
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the child only calls async-signal-safe functions (getppid,
+    // nanosleep, rmdir, _exit) on data prepared before the fork.
+    if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
+        unsafe {
+            let tick = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 20_000_000,
+            };
+            // Up to 10 s for the parent to go away.
+            for _ in 0..500 {
+                if libc::getppid() != parent {
+                    break;
+                }
+                libc::nanosleep(&tick, std::ptr::null_mut());
+            }
+            for p in &paths {
+                libc::rmdir(p.as_ptr());
+            }
+            libc::_exit(0);
+        }
+    }
+}
+
 /// Changes tracefs settings and remembers their previous values; the values
 /// are put back when the guard is dropped (or [`Guard::restore`] is called).
 ///
 /// Only the first change of a file saves its value, so the original value is
 /// what comes back. Settings are restored newest first; instances handed to
 /// [`Guard::adopt_instance`] are removed after their settings.
-#[derive(Debug, Default)]
+///
+/// Errors of the restore that happens on drop go to the function given to
+/// [`Guard::on_drop_error`] (none by default: the library prints nothing);
+/// call [`Guard::restore`] to get them as a `Result` instead.
+#[derive(Default)]
 pub struct Guard {
     restorer: Restorer,
+    on_drop_error: Option<ErrorSink>,
+}
+
+/// Where the errors of a restore on drop go.
+type ErrorSink = Box<dyn Fn(&Error) + Send>;
+
+impl std::fmt::Debug for Guard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard")
+            .field("restorer", &self.restorer)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Guard {
@@ -106,7 +159,13 @@ impl Guard {
         Guard::default()
     }
 
-    /// A handle for restoring from elsewhere (e.g. [`crate::signals`]).
+    /// Where the errors of the restore on drop go (e.g. the program's
+    /// stderr).
+    pub fn on_drop_error(&mut self, report: impl Fn(&Error) + Send + 'static) {
+        self.on_drop_error = Some(Box::new(report));
+    }
+
+    /// A handle for restoring from elsewhere (e.g. a signal thread).
     pub fn restorer(&self) -> Restorer {
         self.restorer.clone()
     }
@@ -278,8 +337,11 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        for e in self.restorer.restore() {
-            eprintln!("{e}");
+        let errors = self.restorer.restore();
+        if let Some(report) = &self.on_drop_error {
+            for e in &errors {
+                report(e);
+            }
         }
     }
 }

@@ -12,8 +12,12 @@
 //!   `per_cpu/cpuN/trace_pipe_raw` into a file with `splice(2)` through a pipe,
 //!   so the data never passes through user memory on the record path.
 //! * [`Guard`] remembers the old value of every setting it changes and puts
-//!   it back when dropped; together with [`signals`] it also restores on
-//!   SIGINT/SIGTERM.
+//!   it back when dropped; its [`Restorer`] restores from another thread
+//!   (a program's signal handling), and [`remove_dirs_after_exit`] removes
+//!   instances that a process about to exit still holds open.
+//!
+//! The crate prints nothing and never exits the process: that policy is the
+//! program's.
 //!
 //! Every error names the file (relative to the tracefs root) and the errno:
 //! `tracefs: cannot write events/sched/enable: Permission denied`.
@@ -26,12 +30,11 @@ mod guard;
 mod instance;
 mod mount;
 mod reader;
-pub mod signals;
 mod stats;
 
 pub use error::{Error, Op, Result};
 pub use fsio::glob_match;
-pub use guard::{Guard, Restorer};
+pub use guard::{remove_dirs_after_exit, Guard, Restorer};
 pub use instance::{Instance, OwnedInstance};
 pub use reader::{CpuReader, DrainStats};
 pub use stats::CpuStats;

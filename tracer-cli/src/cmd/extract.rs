@@ -7,8 +7,8 @@
 //! adds the top instance back.
 
 use super::opts::{InstanceSelection, OutputOpts};
-use super::record::{buffer_data, collect_meta, TempFiles};
 use anyhow::Result;
+use ustack_record::{buffer_data, collect_meta, TempFiles};
 use ustack_tracedata::writer::write_trace_dat;
 use ustack_tracefs::Tracefs;
 

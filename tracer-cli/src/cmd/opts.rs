@@ -1,7 +1,9 @@
 //! Groups of command-line options shared by several subcommands.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
+use clap::ArgMatches;
 use std::path::PathBuf;
+use ustack_record::{TraceConfig, UserStacks};
 use ustack_tracedata::writer::WriteOptions;
 use ustack_tracefs::{Instance, Tracefs};
 
@@ -55,8 +57,163 @@ pub struct OutputOpts {
 }
 
 impl OutputOpts {
-    /// The writer options these flags select ([`super::record::write_options`]).
+    /// The writer options these flags select.
     pub fn write_options(&self) -> Result<WriteOptions> {
-        super::record::write_options(self.file_version, self.compression.as_deref())
+        ustack_record::write_options(self.file_version, self.compression.as_deref())
+    }
+}
+
+/// Tracing options shared by `record` and `start`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TraceOpts {
+    /// Event to enable: SYSTEM, SYSTEM:EVENT, EVENT or `all` (globs allowed). Repeatable.
+    #[arg(short = 'e', value_name = "SYSTEM[:EVENT]")]
+    pub events: Vec<String>,
+    /// Filter for the events of the preceding -e (kernel filter syntax).
+    #[arg(short = 'f', value_name = "FILTER")]
+    pub filters: Vec<String>,
+    /// Use this instance (created when missing, and then removed by record).
+    #[arg(short = 'B', value_name = "INSTANCE")]
+    pub instance: Option<String>,
+    /// Ring-buffer size per CPU in KiB.
+    #[arg(short = 'b', value_name = "KB")]
+    pub buffer_kb: Option<u64>,
+    /// Record a kernel stack after every event (the `stacktrace` option).
+    #[arg(short = 'T')]
+    pub kernel_stacks: bool,
+    /// Record user stacks: off, sync (`userstacktrace`) or deferred (`userstacktrace_delay`).
+    #[arg(long = "user-stacks", value_enum, default_value_t = UserStacks::Off)]
+    pub user_stacks: UserStacks,
+    /// Tracer to use (e.g. `user_unwind`); by default the current one is kept.
+    #[arg(short = 'p', value_name = "TRACER")]
+    pub tracer: Option<String>,
+    /// Only trace these pids (set_event_pid). Repeatable.
+    #[arg(short = 'P', value_name = "PID")]
+    pub pids: Vec<u32>,
+    /// Only trace the command given on the command line (and its children).
+    #[arg(short = 'F')]
+    pub filter_command: bool,
+    /// With -P, also trace the children the pids fork (event-fork option).
+    #[arg(short = 'c')]
+    pub children: bool,
+    /// Trace clock (e.g. local, global, mono).
+    #[arg(short = 'C', value_name = "CLOCK")]
+    pub clock: Option<String>,
+    /// Set a tracefs option: NAME to enable it, noNAME to disable it. Repeatable.
+    #[arg(short = 'O', value_name = "OPTION")]
+    pub options: Vec<String>,
+}
+
+impl TraceOpts {
+    /// The session these options describe. `m` are the subcommand's
+    /// matches: they give the positions of `-e` and `-f` on the command
+    /// line, which pair each filter with the event before it (the parsed
+    /// struct keeps the values of each option, not their order).
+    pub fn config(&self, m: &ArgMatches) -> Result<TraceConfig> {
+        Ok(TraceConfig {
+            events: pair_filters(&self.events, &self.filters, m)?,
+            instance: self.instance.clone(),
+            buffer_kb: self.buffer_kb,
+            kernel_stacks: self.kernel_stacks,
+            user_stacks: self.user_stacks,
+            tracer: self.tracer.clone(),
+            pids: self.pids.clone(),
+            filter_command: self.filter_command,
+            children: self.children,
+            clock: self.clock.clone(),
+            options: self.options.clone(),
+        })
+    }
+}
+
+/// Pairs each `-e` with the `-f` filters that follow it (two filters for
+/// one event must both hold).
+fn pair_filters(
+    events: &[String],
+    filters: &[String],
+    m: &ArgMatches,
+) -> Result<Vec<(String, Option<String>)>> {
+    let idx =
+        |id: &str| -> Vec<usize> { m.indices_of(id).map(|i| i.collect()).unwrap_or_default() };
+    let (ev_idx, f_idx) = (idx("events"), idx("filters"));
+    let mut out: Vec<(String, Option<String>)> = events.iter().map(|e| (e.clone(), None)).collect();
+    for (fi, f) in f_idx.iter().zip(filters) {
+        let Some(owner) = ev_idx.iter().rposition(|ei| ei < fi) else {
+            bail!("-f {f}: a filter must follow the -e it applies to");
+        };
+        let slot = &mut out[owner].1;
+        *slot = Some(match slot.take() {
+            None => f.clone(),
+            Some(prev) => format!("({prev}) && ({f})"),
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Args as _, FromArgMatches as _};
+
+    #[derive(clap::Args)]
+    #[command(trailing_var_arg = true)]
+    struct Args {
+        #[command(flatten)]
+        trace: TraceOpts,
+        #[arg(allow_hyphen_values = true)]
+        command: Vec<String>,
+    }
+
+    fn parse(args: &[&str]) -> Result<Vec<(String, Option<String>)>> {
+        let m = Args::augment_args(clap::Command::new("record"))
+            .no_binary_name(true)
+            .try_get_matches_from(args)
+            .unwrap();
+        let a = Args::from_arg_matches(&m).unwrap();
+        Ok(a.trace.config(&m)?.events)
+    }
+
+    #[test]
+    fn filters_go_to_the_preceding_event() {
+        let got = parse(&[
+            "-e",
+            "sched:sched_switch",
+            "-T",
+            "-e",
+            "syscalls",
+            "-f",
+            "common_pid == 1",
+            "-e",
+            "irq",
+            "-f",
+            "irq > 3",
+            "-f",
+            "irq < 9",
+            "--",
+            "ls",
+            "-e",
+            "x",
+        ])
+        .unwrap();
+        assert_eq!(
+            got,
+            vec![
+                ("sched:sched_switch".to_string(), None),
+                ("syscalls".to_string(), Some("common_pid == 1".to_string())),
+                (
+                    "irq".to_string(),
+                    Some("(irq > 3) && (irq < 9)".to_string())
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_filter_before_any_event_is_an_error() {
+        let err = parse(&["-f", "x == 1", "-e", "sched"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "-f x == 1: a filter must follow the -e it applies to"
+        );
     }
 }

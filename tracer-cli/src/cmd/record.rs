@@ -7,41 +7,31 @@
 //! the end. Every tracefs setting that is changed is put back afterwards
 //! (also after Ctrl-C/SIGTERM), and an instance created for `-B` is removed.
 //!
-//! The setup part ([`TraceOpts`], [`setup`]) is shared with `start`, and the
-//! metadata/writing part ([`collect_meta`], [`write_dat`]) with `extract`.
+//! The work is done by `ustack_record`: this module is the wiring and the
+//! policy (progress on the terminal, the summary, signals).
 //!
 //! PROCMAPS (the memory maps that let user stacks be symbolized later):
 //! the command given on the command line runs under ptrace
-//! ([`TracedCommand`], module `tracee`), so every process it execs has its
-//! maps read at its exec and its exit, however short it lives; `--no-ptrace`
-//! polls instead. `-P` pids are someone else's processes: they and their
-//! descendants are polled ([`MapsTracker`]), as are the processes seen with
-//! user stacks in the data. All snapshots of a pid are merged into its one
-//! PROCMAPS entry ([`merge_maps`](maps::merge_maps): union, the newest wins on overlap).
+//! ([`TracedCommand`]), so every process it execs has its maps read at its
+//! exec and its exit, however short it lives; `--no-ptrace` polls instead.
+//! `-P` pids are someone else's processes: they and their descendants are
+//! polled ([`MapsTracker`]), as are the processes seen with user stacks in
+//! the data.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use ustack_tracefs::{signals, CpuStats};
+use ustack_record::{
+    collect_meta, setup, MapsStore, MapsTracker, Recorder, StackPidScanner, TracedCommand,
+    UserStacks,
+};
 
-use super::opts::OutputOpts;
+use super::opts::{OutputOpts, TraceOpts};
+use crate::signals;
 
-mod maps;
-mod output;
-mod readers;
-mod session;
-mod tracee;
-
-pub(crate) use maps::{MapsStore, MapsTracker, StackPidScanner};
-pub(crate) use output::{buffer_data, collect_meta, write_dat, write_options, TempFiles};
-pub(crate) use readers::reader_thread;
-use readers::{Progress, Readers};
-pub(crate) use session::{pair_filters_of, setup, HeldChild, Session};
-pub use session::{TraceOpts, UserStacks};
-pub(crate) use tracee::TracedCommand;
+mod progress;
 
 /// Arguments of `tracer-cli record`.
 #[derive(clap::Args, Debug)]
@@ -65,9 +55,9 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Runs `tracer-cli record`.
-pub fn run(args: Args) -> Result<()> {
-    let pairs = pair_filters_of::<Args>(&args.trace, "record")?;
+/// Runs `tracer-cli record`; `m` are its matches (for `-e`/`-f` order).
+pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
+    let config = args.trace.config(m)?;
     let wopts = args.out.write_options()?;
     signals::install()?;
 
@@ -84,31 +74,16 @@ pub fn run(args: Args) -> Result<()> {
         )?)
     };
     let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
-    let session = setup(&args.trace, &pairs, child_pid)?;
+    let mut session = setup(&config, child_pid)?;
+    session.guard.on_drop_error(signals::report);
     signals::set_restorer(Some(session.guard.restorer()));
     let inst = &session.inst;
 
-    let cpus = inst.cpus()?;
-    let (temps, files) = TempFiles::create(&args.out.output, &cpus)?;
-    let mut partial: Vec<PathBuf> = temps.0.iter().map(|(_, p)| p.clone()).collect();
+    let mut rec = Recorder::start(inst, &args.out.output)?;
+    let cpus = rec.cpus();
+    let mut partial: Vec<PathBuf> = rec.temp_files().iter().map(|(_, p)| p.clone()).collect();
     partial.push(args.out.output.clone());
     signals::remove_on_abort(partial);
-    let counters: Vec<Arc<AtomicU64>> = cpus.iter().map(|_| Arc::new(AtomicU64::new(0))).collect();
-    let mut readers = Readers {
-        inst: inst.clone(),
-        flush: Arc::new(AtomicBool::new(false)),
-        threads: Vec::new(),
-    };
-    for ((&cpu, file), ctr) in cpus.iter().zip(files).zip(&counters) {
-        let reader = inst.cpu_reader(cpu)?;
-        let (flush, ctr) = (readers.flush.clone(), ctr.clone());
-        readers.threads.push(
-            std::thread::Builder::new()
-                .name(format!("record-cpu{cpu}"))
-                .spawn(move || reader_thread(reader, file, flush, ctr))
-                .context("cannot start a reader thread")?,
-        );
-    }
 
     let mut roots: Vec<u32> = args.trace.pids.clone();
     if let Some(c) = child.as_ref().filter(|c| !c.is_traced()) {
@@ -118,15 +93,14 @@ pub fn run(args: Args) -> Result<()> {
         roots.push(c.pid().as_raw() as u32);
     }
     let mut maps = MapsTracker::with_store(roots, store);
-    let mut scanner = if args.trace.user_stacks == UserStacks::Off {
-        None
-    } else {
-        StackPidScanner::new(&session.fs, inst.page_size(), &temps.0)?
+    let mut scanner = match args.trace.user_stacks {
+        UserStacks::Off => None,
+        _ => StackPidScanner::new(&session.fs, inst.page_size(), rec.temp_files())?,
     };
     let show = !args.quiet && std::io::stderr().is_terminal();
-    let mut progress = Progress { lines: 0 };
+    let mut progress = progress::Progress::default();
     let start = Instant::now();
-    session.inst.set_tracing_on(true)?;
+    inst.set_tracing_on(true)?;
     if let Some(c) = child.as_mut() {
         c.release()?;
     }
@@ -148,24 +122,22 @@ pub fn run(args: Args) -> Result<()> {
         if signals::stop_requested() {
             break;
         }
-        if let Some(c) = &child {
-            if let Some(st) = c.try_wait() {
-                child_status = Some(st);
-                break;
-            }
+        if let Some(st) = child.as_ref().and_then(|c| c.try_wait()) {
+            child_status = Some(st);
+            break;
         }
-        if readers.threads.iter().any(|t| t.is_finished()) {
-            break; // a reader failed; its error is reported below
+        if rec.reader_failed() {
+            break; // its error is reported by finish
         }
         if show && tick % 10 == 0 {
-            progress.show(inst, &cpus, &counters, start.elapsed());
+            progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
         }
         std::thread::sleep(Duration::from_millis(50));
         tick += 1;
     }
 
     // Stop writing, then let every reader drain its CPU completely.
-    let (results, first_err) = readers.finish();
+    let finished = rec.finish();
     if let Some(sc) = scanner.as_mut() {
         for pid in sc.scan() {
             maps.add_seen(pid);
@@ -173,29 +145,18 @@ pub fn run(args: Args) -> Result<()> {
         maps.refresh_seen();
     }
     if show {
-        progress.show(inst, &cpus, &counters, start.elapsed());
+        progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
     }
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    let stats: Vec<CpuStats> = cpus
-        .iter()
-        .map(|&c| inst.cpu_stats(c))
-        .collect::<Result<_, _>>()?;
+    let results = finished?;
+    let cpu_files = rec.cpu_files()?;
     let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
-    let cpu_files: Vec<(u32, PathBuf, CpuStats)> = temps
-        .0
-        .iter()
-        .zip(stats.iter())
-        .map(|((cpu, p), s)| (*cpu, p.clone(), s.clone()))
-        .collect();
-    let summary = write_dat(&args.out.output, &meta, inst, &cpu_files, &wopts)?;
+    let summary = rec.write(&args.out.output, &meta, &wopts)?;
     // The file is complete: an abort from now on must not delete it.
     signals::remove_on_abort(Vec::new());
-    drop(temps);
+    drop(rec);
 
     if !args.quiet {
-        for ((s, r), cpu) in stats.iter().zip(&results).zip(&cpus) {
+        for ((cpu, _, s), r) in cpu_files.iter().zip(&results) {
             eprintln!(
                 "CPU{cpu}: {} events, {} lost, {} bytes ({} pages spliced at the end, {} read partial)",
                 s.read_events.unwrap_or(0),
@@ -233,72 +194,4 @@ pub fn run(args: Args) -> Result<()> {
     session.guard.restore()?;
     signals::set_restorer(None);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::session::pair_filters_in;
-    use super::*;
-    use clap::Args as _;
-
-    fn parse(args: &[&str]) -> Result<Vec<(String, Option<String>)>> {
-        let argv: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
-        let m = Args::augment_args(clap::Command::new("record"))
-            .no_binary_name(true)
-            .try_get_matches_from(&argv[2..])
-            .unwrap();
-        let a = <Args as clap::FromArgMatches>::from_arg_matches(&m).unwrap();
-        pair_filters_in(
-            &a.trace,
-            &argv,
-            "record",
-            Args::augment_args(clap::Command::new("record")),
-        )
-    }
-
-    #[test]
-    fn filters_go_to_the_preceding_event() {
-        let got = parse(&[
-            "tracer-cli",
-            "record",
-            "-e",
-            "sched:sched_switch",
-            "-T",
-            "-e",
-            "syscalls",
-            "-f",
-            "common_pid == 1",
-            "-e",
-            "irq",
-            "-f",
-            "irq > 3",
-            "-f",
-            "irq < 9",
-            "--",
-            "ls",
-            "-e",
-            "x",
-        ])
-        .unwrap();
-        assert_eq!(
-            got,
-            vec![
-                ("sched:sched_switch".to_string(), None),
-                ("syscalls".to_string(), Some("common_pid == 1".to_string())),
-                (
-                    "irq".to_string(),
-                    Some("(irq > 3) && (irq < 9)".to_string())
-                ),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_filter_before_any_event_is_an_error() {
-        let err = parse(&["tracer-cli", "record", "-f", "x == 1", "-e", "sched"]).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "-f x == 1: a filter must follow the -e it applies to"
-        );
-    }
 }

@@ -1,8 +1,10 @@
 //! `tracer-cli start`: set tracing up the way `record` does and leave it
 //! running, without reading anything (read later with `extract` or `show`).
 
-use super::record::{pair_filters_of, setup, HeldChild, TraceOpts};
+use super::opts::TraceOpts;
 use anyhow::Result;
+use clap::ArgMatches;
+use ustack_record::{setup, HeldChild};
 
 /// Arguments of `tracer-cli start`.
 #[derive(clap::Args, Debug)]
@@ -18,19 +20,15 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Runs `tracer-cli start`.
-pub fn run(args: Args) -> Result<()> {
-    let pairs = pair_filters_of::<Args>(&args.trace, "start")?;
+/// Runs `tracer-cli start`; `m` are its matches (for `-e`/`-f` order).
+pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
+    let config = args.trace.config(m)?;
     let mut child = if args.command.is_empty() {
         None
     } else {
         Some(HeldChild::spawn(&args.command)?)
     };
-    let session = setup(
-        &args.trace,
-        &pairs,
-        child.as_ref().map(|c| c.pid.as_raw() as u32),
-    )?;
+    let session = setup(&config, child.as_ref().map(|c| c.pid.as_raw() as u32))?;
     session.inst.set_tracing_on(true)?;
     // start leaves its settings (and a created instance) in place.
     session.guard.forget();

@@ -12,19 +12,19 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use clap::ArgMatches;
+use ustack_record::{
+    collect_meta, setup, write_options, MapsStore, MapsTracker, Recorder, Session, TraceConfig,
+    TracedCommand,
+};
 use ustack_tracedata::compress::Compression;
 use ustack_tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
-use ustack_tracefs::{signals, CpuStats};
 
-use super::record::{
-    collect_meta, pair_filters_of, reader_thread, setup, write_dat, HeldChild, MapsTracker,
-    Session, TempFiles, TraceOpts,
-};
+use super::opts::TraceOpts;
+use crate::signals;
 
 /// Arguments of `tracer-cli tui`.
 #[derive(clap::Args, Debug)]
@@ -61,14 +61,14 @@ pub struct Args {
     pub command: Vec<String>,
 }
 
-/// Runs `tracer-cli tui`.
-pub fn run(args: Args) -> Result<()> {
+/// Runs `tracer-cli tui`; `m` are its matches (for `-e`/`-f` order).
+pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
     if args.live {
         if !tty {
             anyhow::bail!("tui --live needs a terminal");
         }
-        return run_live(args);
+        return run_live(&args, &args.trace.config(m)?);
     }
     if !args.command.is_empty() || !args.trace.events.is_empty() {
         anyhow::bail!("recording options and a command need --live");
@@ -90,80 +90,38 @@ pub fn run(args: Args) -> Result<()> {
     Ok(())
 }
 
-/// One reader thread per CPU, splicing pages into its temp file.
-struct Reader {
-    stop: Arc<AtomicBool>,
-    bytes: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<ustack_tracefs::Result<()>>>,
-}
-
 /// The live recording behind the TUI.
 struct LiveRec {
     session: Session,
-    cpus: Vec<u32>,
-    temps: TempFiles,
-    readers: Vec<Reader>,
-    child: Option<HeldChild>,
+    rec: Recorder,
+    child: Option<TracedCommand>,
     child_status: Option<i32>,
-    maps: Option<MapsTracker>,
+    maps: MapsTracker,
     meta: TraceMeta,
     dir: PathBuf,
     snaps: u64,
     last_bytes: u64,
     last_snap: Option<PathBuf>,
     start: Instant,
-    stopped: bool,
     error: Option<String>,
 }
 
 impl LiveRec {
-    fn bytes(&self) -> u64 {
-        self.readers
-            .iter()
-            .map(|r| r.bytes.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// Turns tracing off and drains every CPU.
+    /// Turns tracing off and drains every CPU (once).
     fn stop(&mut self) {
-        if self.stopped {
+        if self.rec.is_finished() {
             return;
         }
-        self.stopped = true;
-        let _ = self.session.inst.set_tracing_on(false);
-        for r in &self.readers {
-            r.stop.store(true, Ordering::SeqCst);
+        if let Err(e) = self.rec.finish() {
+            self.error.get_or_insert(format!("{e:#}"));
         }
-        for r in &mut self.readers {
-            if let Some(t) = r.thread.take() {
-                match t.join() {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        self.error.get_or_insert(e.to_string());
-                    }
-                    Err(_) => {
-                        self.error.get_or_insert("a reader thread panicked".into());
-                    }
-                }
-            }
-        }
-    }
-
-    fn cpu_files(&self) -> Result<Vec<(u32, PathBuf, CpuStats)>> {
-        self.temps
-            .0
-            .iter()
-            .zip(&self.cpus)
-            .map(|((cpu, p), &c)| Ok((*cpu, p.clone(), self.session.inst.cpu_stats(c)?)))
-            .collect()
     }
 
     fn write(&mut self, path: &Path, opts: &WriteOptions) -> Result<()> {
         if let Ok(c) = self.session.fs.saved_cmdlines() {
             self.meta.cmdlines = c;
         }
-        let files = self.cpu_files()?;
-        write_dat(path, &self.meta, &self.session.inst, &files, opts)?;
+        self.rec.write(path, &self.meta, opts)?;
         Ok(())
     }
 
@@ -184,7 +142,7 @@ impl LiveRec {
     }
 
     fn status(&self) -> String {
-        let state = if self.stopped {
+        let state = if self.rec.is_finished() {
             match self.child_status {
                 Some(s) => format!("stopped: the command exited with status {s}"),
                 None => "stopped".to_string(),
@@ -195,7 +153,7 @@ impl LiveRec {
         let mut s = format!(
             "live: {state}, {:.0}s, {} KiB",
             self.start.elapsed().as_secs_f64(),
-            self.bytes() >> 10
+            self.rec.total_bytes() >> 10
         );
         if let Some(e) = &self.error {
             s.push_str(&format!(" | error: {e}"));
@@ -207,11 +165,9 @@ impl LiveRec {
 impl ustack_tui::Live for LiveRec {
     fn poll(&mut self) -> (Option<PathBuf>, Option<String>) {
         let mut changed = false;
-        if let Some(m) = self.maps.as_mut() {
-            m.scan_children();
-            m.snapshot();
-        }
-        if !self.stopped {
+        self.maps.scan_children();
+        self.maps.snapshot();
+        if !self.rec.is_finished() {
             let exited = self.child.as_ref().and_then(|c| c.try_wait());
             if exited.is_some() || signals::stop_requested() {
                 self.child_status = exited;
@@ -219,7 +175,7 @@ impl ustack_tui::Live for LiveRec {
                 changed = true;
             }
         }
-        let bytes = self.bytes();
+        let bytes = self.rec.total_bytes();
         if bytes != self.last_bytes {
             self.last_bytes = bytes;
             changed = true;
@@ -239,17 +195,19 @@ impl ustack_tui::Live for LiveRec {
     }
 }
 
-fn run_live(args: Args) -> Result<()> {
-    let pairs = pair_filters_of::<Args>(&args.trace, "tui")?;
+fn run_live(args: &Args, config: &TraceConfig) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("tracer-cli-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let res = live_in(&args, &pairs, &dir);
+    let res = live_in(args, config, &dir);
     let _ = std::fs::remove_dir_all(&dir);
     res
 }
 
-fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Result<()> {
+fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
     signals::install()?;
+    // The command's maps are taken at its execs and exits under ptrace, as
+    // in record.
+    let store = MapsStore::default();
     let mut child = if args.command.is_empty() {
         None
     } else {
@@ -262,55 +220,44 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
             "sh".to_string(),
         ];
         argv.extend(args.command.iter().cloned());
-        Some(HeldChild::spawn(&argv)?)
+        Some(TracedCommand::spawn(&argv, store.clone(), true)?)
     };
-    let child_pid = child.as_ref().map(|c| c.pid.as_raw() as u32);
-    let session = setup(&args.trace, pairs, child_pid)?;
+    let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
+    let mut session = setup(config, child_pid)?;
+    session.guard.on_drop_error(signals::report);
     signals::set_restorer(Some(session.guard.restorer()));
-    let inst = session.inst.clone();
-    let cpus = inst.cpus()?;
-    let (temps, files) = TempFiles::create(&dir.join("rec"), &cpus)?;
-    let mut readers = Vec::new();
-    for (&cpu, file) in cpus.iter().zip(files) {
-        let r = inst.cpu_reader(cpu)?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let bytes = Arc::new(AtomicU64::new(0));
-        let (s2, b2) = (stop.clone(), bytes.clone());
-        let thread = std::thread::Builder::new()
-            .name(format!("live-cpu{cpu}"))
-            .spawn(move || reader_thread(r, file, s2, b2).map(drop))
-            .context("cannot start a reader thread")?;
-        readers.push(Reader {
-            stop,
-            bytes,
-            thread: Some(thread),
-        });
+    let rec = Recorder::start(&session.inst, &dir.join("rec"))?;
+    let meta = collect_meta(
+        &session.fs,
+        &session.inst,
+        Some(&session.events),
+        Vec::new(),
+    )?;
+    let mut roots: Vec<u32> = config.pids.clone();
+    roots.extend(
+        child
+            .as_ref()
+            .filter(|c| !c.is_traced())
+            .map(|c| c.pid().as_raw() as u32),
+    );
+    session.inst.set_tracing_on(true)?;
+    if let Some(c) = child.as_mut() {
+        c.release()?;
     }
-    let meta = collect_meta(&session.fs, &inst, Some(&session.events), Vec::new())?;
-    let mut roots: Vec<u32> = args.trace.pids.clone();
-    roots.extend(child_pid);
     let mut live = LiveRec {
         session,
-        cpus,
-        temps,
-        readers,
-        child: None,
+        rec,
+        child,
         child_status: None,
-        maps: Some(MapsTracker::new(roots)),
+        maps: MapsTracker::with_store(roots, store),
         meta,
         dir: dir.to_path_buf(),
         snaps: 0,
         last_bytes: 0,
         last_snap: None,
         start: Instant::now(),
-        stopped: false,
         error: None,
     };
-    live.session.inst.set_tracing_on(true)?;
-    if let Some(c) = child.as_mut() {
-        c.release()?;
-    }
-    live.child = child;
     let first = live.snapshot()?;
     let res = ustack_tui::run_with(
         &ustack_tui::Options {
@@ -322,22 +269,17 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
         Some(&mut live),
     );
     live.stop();
+    if let Some(c) = live.child.take() {
+        end_command(c);
+    }
     let saved = match (&args.output, &res) {
         (Some(out), Ok(())) => {
-            let maps = live.maps.take().map(|m| m.into_maps()).unwrap_or_default();
-            live.meta.procmaps = maps;
-            let opts = super::record::write_options(7, None)?;
+            live.meta.procmaps = std::mem::take(&mut live.maps).into_maps();
+            let opts = write_options(7, None)?;
             Some(live.write(out, &opts).map(|_| out.clone()))
         }
         _ => None,
     };
-    if let Some(c) = live.child.take() {
-        if c.try_wait().is_none() {
-            // Quitting the TUI ends the traced command too.
-            let _ = nix::sys::signal::kill(c.pid, nix::sys::signal::Signal::SIGTERM);
-            let _ = nix::sys::wait::waitpid(c.pid, None);
-        }
-    }
     live.session.guard.restore()?;
     signals::set_restorer(None);
     res?;
@@ -345,4 +287,17 @@ fn live_in(args: &Args, pairs: &[(String, Option<String>)], dir: &Path) -> Resul
         eprintln!("tracer-cli: wrote {}", s?.display());
     }
     Ok(())
+}
+
+/// Quitting the TUI ends the traced command too: SIGTERM, then up to 2 s
+/// for it to go (its last maps are taken at its exit stop).
+fn end_command(c: TracedCommand) {
+    if c.try_wait().is_some() {
+        return;
+    }
+    let _ = nix::sys::signal::kill(c.pid(), nix::sys::signal::Signal::SIGTERM);
+    let t0 = Instant::now();
+    while c.try_wait().is_none() && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -17,7 +17,7 @@ use ustack_tracefs::{CpuStats, EventId, Instance, Tracefs};
 /// Builds the trace.dat metadata from tracefs: headers, the ftrace formats,
 /// the formats of `events` (all events when `None`), kallsyms, printk
 /// formats, saved_cmdlines, uname, clock and CPU count.
-pub(crate) fn collect_meta(
+pub fn collect_meta(
     fs: &Tracefs,
     inst: &Instance,
     events: Option<&[EventId]>,
@@ -71,7 +71,7 @@ pub(crate) fn collect_meta(
 }
 
 /// The writer options for `--file-version` / `--compression`.
-pub(crate) fn write_options(version: u32, compression: Option<&str>) -> Result<WriteOptions> {
+pub fn write_options(version: u32, compression: Option<&str>) -> Result<WriteOptions> {
     let version = FileVersion::from_number(version).context("--file-version must be 6 or 7")?;
     let compression = match (version, compression) {
         (FileVersion::V6, None | Some("none")) => Compression::None,
@@ -90,10 +90,7 @@ pub(crate) fn write_options(version: u32, compression: Option<&str>) -> Result<W
 
 /// The writer's description of one buffer: the instance's name and clock
 /// and its per-CPU page files with the stats taken at the end.
-pub(crate) fn buffer_data(
-    inst: &Instance,
-    cpu_files: &[(u32, PathBuf, CpuStats)],
-) -> Result<BufferData> {
+pub fn buffer_data(inst: &Instance, cpu_files: &[(u32, PathBuf, CpuStats)]) -> Result<BufferData> {
     Ok(BufferData {
         name: inst.name().unwrap_or("").to_string(),
         clock: inst.trace_clock()?.0,
@@ -109,7 +106,7 @@ pub(crate) fn buffer_data(
 }
 
 /// Writes trace.dat from the per-CPU page files of one instance.
-pub(crate) fn write_dat(
+pub fn write_dat(
     output: &Path,
     meta: &TraceMeta,
     inst: &Instance,
@@ -121,7 +118,7 @@ pub(crate) fn write_dat(
 }
 
 /// Per-CPU temp files `<output>.cpuN`, removed when dropped.
-pub(crate) struct TempFiles(pub Vec<(u32, PathBuf)>);
+pub struct TempFiles(pub Vec<(u32, PathBuf)>);
 
 impl TempFiles {
     /// Creates `<output>.cpuN` for every CPU.

@@ -27,7 +27,7 @@ use ustack_tracefs::Tracefs;
 ///
 /// `newer` says which of the two is the more recent snapshot (a poll can
 /// finish after a later exec snapshot was already merged).
-pub(crate) fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
+pub fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
     let overlaps = |a: &LibMap, b: &LibMap| a.start < b.end && b.start < a.end;
     let (mut keep, old) = if newer {
         if !snap.comm.is_empty() {
@@ -72,10 +72,10 @@ struct MapsState {
 
 /// The process maps gathered during one recording, shared between the
 /// poller ([`MapsTracker`]) and the ptrace thread of the traced command
-/// ([`TracedCommand`]); snapshots are merged per process with
+/// ([`crate::TracedCommand`]); snapshots are merged per process with
 /// [`merge_maps`].
 #[derive(Clone, Default)]
-pub(crate) struct MapsStore(Arc<Mutex<MapsState>>);
+pub struct MapsStore(Arc<Mutex<MapsState>>);
 
 impl MapsStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, MapsState> {
@@ -188,10 +188,10 @@ impl MapsStore {
 /// Polls `/proc/PID/maps` of the processes whose user stacks may be in the
 /// trace: the -P pids and their descendants (found by scanning /proc), the
 /// processes seen with user stacks in the data, and the live processes of
-/// a ptrace'd command (whose execs and exits [`TracedCommand`] snapshots
+/// a ptrace'd command (whose execs and exits [`crate::TracedCommand`] snapshots
 /// itself). Every snapshot is merged into a [`MapsStore`].
 #[derive(Default)]
-pub(crate) struct MapsTracker {
+pub struct MapsTracker {
     roots: Vec<u32>,
     pids: HashSet<u32>,
     /// Processes seen with user stacks in the recorded data (tgids); their
@@ -201,7 +201,7 @@ pub(crate) struct MapsTracker {
 }
 
 /// The thread group (process) of task `pid`, from `/proc/PID/status`.
-pub(super) fn tgid_of(pid: u32) -> Option<u32> {
+pub(crate) fn tgid_of(pid: u32) -> Option<u32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
         .lines()
@@ -216,7 +216,7 @@ impl MapsTracker {
     }
 
     /// Like [`MapsTracker::new`], merging into `store` (shared with a
-    /// [`TracedCommand`]).
+    /// [`crate::TracedCommand`]).
     pub fn with_store(roots: Vec<u32>, store: MapsStore) -> MapsTracker {
         let pids = roots.iter().copied().collect();
         MapsTracker {
@@ -319,7 +319,7 @@ impl MapsTracker {
 /// reading back the new whole pages of the per-CPU files (from the page
 /// cache; this side path does not slow the splice path down) and looking
 /// at the `user_stack` / `user_unwind_*` events.
-pub(crate) struct StackPidScanner {
+pub struct StackPidScanner {
     files: Vec<(File, u64)>,
     ids: HashSet<u16>,
     header: ustack_tracedata::header::HeaderPage,

@@ -1,4 +1,5 @@
-//! Stopping cleanly on SIGINT/SIGTERM/SIGHUP.
+//! Stopping cleanly on SIGINT/SIGTERM/SIGHUP: the program's signal policy
+//! (the library crates print nothing and never exit).
 //!
 //! [`install`] blocks these signals in the calling thread (threads spawned
 //! afterwards inherit the mask; child processes started with
@@ -7,7 +8,7 @@
 //!
 //! * the first signal only sets a flag ([`stop_requested`]): the recorder
 //!   sees it, stops, flushes every CPU, writes its file, and its
-//!   [`crate::Guard`] restores the settings as it is dropped;
+//!   [`ustack_tracefs::Guard`] restores the settings;
 //! * a later signal (more than a second after the first: duplicates that
 //!   arrive together, as from a terminal plus `timeout`, are ignored) only
 //!   says that the stop is in progress; one more aborts: the settings are
@@ -18,14 +19,13 @@
 //! No code runs in signal-handler context, so there is no async-signal-safety
 //! problem.
 
-use crate::error::{Error, Op, Result};
-use crate::guard::Restorer;
+use anyhow::{Context, Result};
 use nix::sys::signal::{SigSet, Signal};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
+use ustack_tracefs::Restorer;
 
 static STOP: AtomicBool = AtomicBool::new(false);
-static SIGNAL: AtomicI32 = AtomicI32::new(0);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 static RESTORER: Mutex<Option<Restorer>> = Mutex::new(None);
 static ABORT_FILES: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
@@ -47,16 +47,14 @@ pub fn install() -> Result<()> {
         return Ok(());
     }
     let set = stop_set();
-    set.thread_block()
-        .map_err(|e| Error::errno(Op::Signal, "SIGINT/SIGTERM", e))?;
+    set.thread_block().context("cannot block SIGINT/SIGTERM")?;
     std::thread::Builder::new()
-        .name("tracefs-signals".into())
+        .name("signals".into())
         .spawn(move || {
             let mut first: Option<std::time::Instant> = None;
             let mut later = 0u32;
             loop {
                 let Ok(sig) = set.wait() else { continue };
-                SIGNAL.store(sig as i32, Ordering::SeqCst);
                 STOP.store(true, Ordering::SeqCst);
                 // The same signal often arrives twice at once (a terminal's
                 // Ctrl-C to the process group and `timeout` both signal the
@@ -73,7 +71,7 @@ pub fn install() -> Result<()> {
                 later += 1;
                 if later == 1 {
                     eprintln!(
-                        "tracefs: still stopping (draining the buffers, writing the file); \
+                        "tracer-cli: still stopping (draining the buffers, writing the file); \
                          signal once more to abort"
                     );
                     continue;
@@ -83,9 +81,9 @@ pub fn install() -> Result<()> {
                 if let Some(r) = restorer {
                     let (errors, busy) = r.restore_deferring_busy();
                     for e in errors {
-                        eprintln!("{e}");
+                        eprintln!("tracer-cli: {e}");
                     }
-                    remove_after_exit(&busy);
+                    ustack_tracefs::remove_dirs_after_exit(&busy);
                 }
                 for f in ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
                     let _ = std::fs::remove_file(f);
@@ -93,44 +91,9 @@ pub fn install() -> Result<()> {
                 std::process::exit(128 + sig as i32);
             }
         })
-        .map_err(|e| Error::io(Op::Signal, "signal thread", e))?;
+        .context("cannot start the signal thread")?;
     let _ = INSTALLED.set(());
     Ok(())
-}
-
-/// Removes the directories (instances still held open by this process's
-/// readers) from a small child process once this process has exited.
-fn remove_after_exit(dirs: &[std::path::PathBuf]) {
-    use std::os::unix::ffi::OsStrExt;
-    let paths: Vec<std::ffi::CString> = dirs
-        .iter()
-        .filter_map(|d| std::ffi::CString::new(d.as_os_str().as_bytes()).ok())
-        .collect();
-    if paths.is_empty() {
-        return;
-    }
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the child only calls async-signal-safe functions (getppid,
-    // nanosleep, rmdir, _exit) on data prepared before the fork.
-    if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
-        unsafe {
-            let tick = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 20_000_000,
-            };
-            // Up to 10 s for the parent to go away.
-            for _ in 0..500 {
-                if libc::getppid() != parent {
-                    break;
-                }
-                libc::nanosleep(&tick, std::ptr::null_mut());
-            }
-            for p in &paths {
-                libc::rmdir(p.as_ptr());
-            }
-            libc::_exit(0);
-        }
-    }
 }
 
 /// Registers the restorer used when the stop is aborted.
@@ -144,20 +107,13 @@ pub fn remove_on_abort(files: Vec<std::path::PathBuf>) {
     *ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()) = files;
 }
 
-/// Whether a stop was requested (by a signal or [`request_stop`]).
+/// Whether a stop was requested by a signal.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::SeqCst)
 }
 
-/// Requests a stop as if a signal had arrived (no signal number recorded).
-pub fn request_stop() {
-    STOP.store(true, Ordering::SeqCst);
-}
-
-/// The last signal received, if any.
-pub fn received() -> Option<i32> {
-    match SIGNAL.load(Ordering::SeqCst) {
-        0 => None,
-        s => Some(s),
-    }
+/// Prints an error of a restore that happened on drop (for
+/// [`ustack_tracefs::Guard::on_drop_error`]).
+pub fn report(e: &ustack_tracefs::Error) {
+    eprintln!("tracer-cli: {e}");
 }

@@ -18,7 +18,7 @@
 //!
 //! Between those, the record loop polls the live processes of the tree too
 //! (see `MapsTracker::snapshot`). Everything is merged per process in a
-//! [`MapsStore`] (see [`super::maps::merge_maps`] for the rule).
+//! [`MapsStore`] (see [`crate::merge_maps`] for the rule).
 //!
 //! The command must behave as without tracing: a signal-delivery stop is
 //! resumed with the same signal, a group-stop (SIGSTOP, SIGTSTP, ...) is
@@ -32,7 +32,7 @@
 //! The thread waits with `waitpid(-1, __WALL)`: the process must have no
 //! other children whose status someone else waits for (record has none).
 
-use super::{HeldChild, MapsStore};
+use crate::{HeldChild, MapsStore};
 use anyhow::{anyhow, bail, Context, Result};
 use nix::sys::ptrace;
 use nix::unistd::Pid;
@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 /// What the ptrace thread saw and did, for the summary.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct TraceStats {
+pub struct TraceStats {
     /// Distinct processes (thread groups) of the command tree.
     pub processes: u64,
     /// Threads started with clone (not counted in `processes`).
@@ -77,7 +77,7 @@ struct Shared {
 /// run under ptrace by a dedicated thread (see the module docs). Without
 /// permission to ptrace (e.g. inside a sandbox) it runs untraced and its
 /// maps are only polled ([`TracedCommand::is_traced`] is false).
-pub(crate) struct TracedCommand {
+pub struct TracedCommand {
     pid: Pid,
     traced: bool,
     go: Option<mpsc::Sender<()>>,
@@ -257,7 +257,7 @@ fn wait_any() -> Option<(i32, i32)> {
 }
 
 fn read_tgid(tid: i32) -> Option<i32> {
-    super::maps::tgid_of(u32::try_from(tid).ok()?).and_then(|t| i32::try_from(t).ok())
+    crate::maps::tgid_of(u32::try_from(tid).ok()?).and_then(|t| i32::try_from(t).ok())
 }
 
 /// The state of the ptrace thread.

@@ -1,0 +1,33 @@
+//! Recording for ustack: everything `tracer-cli record`, `start`, `extract`
+//! and `tui --live` share, so each of them is only wiring.
+//!
+//! * [`setup`] applies a [`TraceConfig`] (instance, events with their
+//!   filters, options, buffer size, clock, tracer, pid filter) to tracefs,
+//!   every change recorded in a guard that restores it;
+//! * [`Recorder`] owns the per-CPU reader threads that splice the ring
+//!   buffer into temp files, and writes a trace.dat from them at any time
+//!   (a live snapshot) or once finished;
+//! * [`TracedCommand`] runs the command to trace under ptrace so that the
+//!   memory maps of every process it runs are saved ([`MapsStore`]), and
+//!   [`MapsTracker`] / [`StackPidScanner`] poll the maps of the other
+//!   processes that matter (`-P` pids, their children, processes seen with
+//!   user stacks in the data);
+//! * [`collect_meta`] / [`write_dat`] build the trace.dat from tracefs's
+//!   metadata and the per-CPU page files.
+//!
+//! Policy stays with the caller: this crate prints nothing, installs no
+//! signal handler and never exits the process.
+
+mod command;
+mod maps;
+mod output;
+mod recorder;
+mod session;
+mod tracee;
+
+pub use command::HeldChild;
+pub use maps::{merge_maps, MapsStore, MapsTracker, StackPidScanner};
+pub use output::{buffer_data, collect_meta, write_dat, write_options, TempFiles};
+pub use recorder::{CpuResult, Recorder};
+pub use session::{setup, Session, TraceConfig, UserStacks, NO_DELAY_OPTION};
+pub use tracee::{TraceStats, TracedCommand};

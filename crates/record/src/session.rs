@@ -1,0 +1,189 @@
+//! Tracing setup shared by `record`, `start` and `tui --live`: the tracing
+//! options ([`TraceConfig`]) applied to tracefs under a restoring guard
+//! ([`setup`]).
+
+use anyhow::{bail, Result};
+use ustack_tracefs::{EventId, EventSpec, Guard, Instance, Tracefs};
+
+/// Which user-space stacks to record.
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum UserStacks {
+    /// No user stacks.
+    #[default]
+    Off,
+    /// The stock `userstacktrace` option: a `user_stack` event (8 frames)
+    /// right after each event, taken in place.
+    Sync,
+    /// The `userstacktrace_delay` option of the ustack kernel patches: a
+    /// cookie after each event, the stack when the task returns to user space.
+    Deferred,
+}
+
+/// What a session sets up: the tracing options of `record`, `start` and
+/// `tui --live`, with each event already paired with its filter.
+#[derive(Debug, Clone, Default)]
+pub struct TraceConfig {
+    /// Events to enable (`SYSTEM`, `SYSTEM:EVENT`, `EVENT`, `all`, globs),
+    /// each with the filter that applies to it.
+    pub events: Vec<(String, Option<String>)>,
+    /// The instance to use (created when missing, and then removed again
+    /// when the session's guard restores); the top instance when `None`.
+    pub instance: Option<String>,
+    /// Ring-buffer size per CPU in KiB.
+    pub buffer_kb: Option<u64>,
+    /// A kernel stack after every event (the `stacktrace` option).
+    pub kernel_stacks: bool,
+    /// Which user stacks to record.
+    pub user_stacks: UserStacks,
+    /// The tracer to set; the current one is kept when `None`.
+    pub tracer: Option<String>,
+    /// Only trace these pids (`set_event_pid`).
+    pub pids: Vec<u32>,
+    /// Only trace the command (its pid joins the pid filter).
+    pub filter_command: bool,
+    /// With pids, also trace the children they fork (`event-fork`).
+    pub children: bool,
+    /// The trace clock.
+    pub clock: Option<String>,
+    /// tracefs options: `NAME` to enable, `noNAME` to disable.
+    pub options: Vec<String>,
+}
+
+/// The exact message printed when deferred user stacks are asked for on a
+/// kernel without the ustack patches.
+pub const NO_DELAY_OPTION: &str =
+    "this kernel has no userstacktrace_delay option (deferred user stacks need the ustack kernel patches)";
+
+/// A configured tracing session: the instance, the enabled events and the
+/// guard that will restore everything.
+pub struct Session {
+    /// The tracefs mount.
+    pub fs: Tracefs,
+    /// The instance traced.
+    pub inst: Instance,
+    /// Every change made, to be restored (or forgotten, by `start`).
+    pub guard: Guard,
+    /// The events enabled, each once.
+    pub events: Vec<EventId>,
+}
+
+/// Applies `opts` to tracefs (instance, events, filters, options, buffer
+/// size, clock, tracer, pid filter) with every change recorded in a guard.
+/// Tracing is left off and the buffer cleared; the caller turns it on.
+/// `command_pid` is the pid of the command to trace, if any.
+pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
+    let events = &opts.events;
+    if events.is_empty() && opts.tracer.is_none() {
+        bail!("no events or tracer given (use -e SYSTEM[:EVENT] or -p TRACER)");
+    }
+    let fs = Tracefs::open()?;
+    let guard = Guard::new();
+    let inst = match &opts.instance {
+        None => fs.top(),
+        Some(name) => match fs.instance(name) {
+            Ok(i) => i,
+            Err(ustack_tracefs::Error::NotFound { .. }) => {
+                guard.adopt_instance(fs.create_instance(name)?)
+            }
+            Err(e) => return Err(e.into()),
+        },
+    };
+    // Check what the kernel must have before changing anything else.
+    match opts.user_stacks {
+        UserStacks::Deferred if !inst.has_option("userstacktrace_delay") => bail!(NO_DELAY_OPTION),
+        UserStacks::Sync if !inst.has_option("userstacktrace") => {
+            bail!("this kernel has no userstacktrace option")
+        }
+        _ => {}
+    }
+    if let Some(t) = &opts.tracer {
+        let avail = fs.available_tracers()?;
+        if !avail.contains(t) {
+            bail!(
+                "this kernel has no tracer {t} (available: {})",
+                avail.join(" ")
+            );
+        }
+    }
+    if opts.kernel_stacks && !inst.has_option("stacktrace") {
+        bail!("this kernel has no stacktrace option");
+    }
+    let mut resolved: Vec<(EventId, Option<String>)> = Vec::new();
+    for (spec, filter) in events {
+        let spec = EventSpec::parse(spec)?;
+        for e in fs.resolve(&spec)? {
+            resolved.push((e, filter.clone()));
+        }
+    }
+
+    guard.set_tracing_on(&inst, false)?;
+    guard.disable_all_events(&inst)?;
+
+    // Options: what was asked for, and the stack options off otherwise so the
+    // recording contains what the command line says.
+    let mut want: Vec<(String, bool)> = vec![
+        ("stacktrace".into(), opts.kernel_stacks),
+        (
+            "userstacktrace".into(),
+            opts.user_stacks == UserStacks::Sync,
+        ),
+        (
+            "userstacktrace_delay".into(),
+            opts.user_stacks == UserStacks::Deferred,
+        ),
+    ];
+    for o in &opts.options {
+        match o.strip_prefix("no") {
+            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
+                want.push((name.into(), false))
+            }
+            _ => want.push((o.clone(), true)),
+        }
+    }
+    let mut pids: Vec<u32> = opts.pids.clone();
+    if opts.filter_command {
+        match command_pid {
+            Some(p) => pids.push(p),
+            None => bail!("-F needs a command to run"),
+        }
+    }
+    if !pids.is_empty() && (opts.children || opts.filter_command) {
+        want.push(("event-fork".into(), true));
+    }
+    for (name, on) in &want {
+        if !on && !inst.has_option(name) {
+            continue;
+        }
+        guard.set_option(&inst, name, *on)?;
+    }
+    if let Some(kb) = opts.buffer_kb {
+        guard.set_buffer_size_kb(&inst, kb)?;
+    }
+    if let Some(clock) = &opts.clock {
+        guard.set_trace_clock(&inst, clock)?;
+    }
+    if let Some(t) = &opts.tracer {
+        guard.set_current_tracer(&inst, t)?;
+    }
+    if !pids.is_empty() || !inst.event_pids()?.is_empty() {
+        guard.set_event_pids(&inst, &pids)?;
+    }
+    let mut enabled = Vec::new();
+    for (e, filter) in &resolved {
+        if filter.is_some() || inst.event_filter(e)?.is_some() {
+            guard.set_event_filter(&inst, e, filter.as_deref())?;
+        }
+        guard.set_event_enabled(&inst, e, true)?;
+        if !enabled.contains(e) {
+            enabled.push(e.clone());
+        }
+    }
+    inst.clear_buffer()?;
+    Ok(Session {
+        fs,
+        inst,
+        guard,
+        events: enabled,
+    })
+}
