@@ -5,7 +5,9 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
-use ustack_stitch::view::{fmt_ts, kframe, status_note, uframe, GroupDetail};
+use ustack_printer::frame::{format_frame, FrameStyle};
+use ustack_printer::group::{fmt_ts, header, status_note};
+use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
 
 use crate::app::{App, Focus, Tab};
@@ -206,7 +208,7 @@ pub fn detail_lines(d: &GroupDetail) -> Vec<Line<'static>> {
     let kstyle = Style::default().fg(Color::Cyan);
     let ustyle = Style::default().fg(Color::Green);
     let mut out = vec![Line::styled(
-        d.header(),
+        header(d, fmt_ts),
         status_style(d.status).add_modifier(Modifier::BOLD),
     )];
     for e in &d.events {
@@ -219,7 +221,10 @@ pub fn detail_lines(d: &GroupDetail) -> Vec<Line<'static>> {
             Span::raw(format!(": {}", e.info)),
         ]));
         for fr in &e.kernel {
-            out.push(Line::styled(format!("    => {}", kframe(fr)), kstyle));
+            out.push(Line::styled(
+                format!("    => {}", format_frame(fr, FrameStyle::Kernel)),
+                kstyle,
+            ));
         }
     }
     match d.user {
@@ -232,7 +237,10 @@ pub fn detail_lines(d: &GroupDetail) -> Vec<Line<'static>> {
                 out.push(Line::raw("    (empty)"));
             }
             for fr in &d.user_frames {
-                out.push(Line::styled(format!("    => {}", uframe(fr)), ustyle));
+                out.push(Line::styled(
+                    format!("    => {}", format_frame(fr, FrameStyle::User)),
+                    ustyle,
+                ));
             }
         }
         None => out.push(Line::styled(
@@ -383,13 +391,13 @@ pub fn event_detail_lines(app: &App) -> Vec<Line<'static>> {
     }
     for fr in &d.kernel {
         out.push(Line::styled(
-            format!("    => {}", kframe(fr)),
+            format!("    => {}", format_frame(fr, FrameStyle::Kernel)),
             Style::default().fg(Color::Cyan),
         ));
     }
     for fr in &d.user {
         out.push(Line::styled(
-            format!("    => {}", uframe(fr)),
+            format!("    => {}", format_frame(fr, FrameStyle::User)),
             Style::default().fg(Color::Green),
         ));
     }

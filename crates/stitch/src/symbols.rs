@@ -49,33 +49,14 @@ impl Frame {
         }
     }
 
-    /// `sym+0xoff` or `0xaddr` when there is no symbol.
+    /// `sym+0xoff` (`sym` at offset 0), or `0xaddr` when there is no
+    /// symbol. The rest of a frame's spelling is the printer's.
     pub fn name(&self) -> String {
         match &self.symbol {
             Some(s) if self.offset == 0 => s.clone(),
             Some(s) => format!("{s}+{:#x}", self.offset),
             None => format!("{:#x}", self.addr),
         }
-    }
-
-    /// Function name alone (for folded stacks): the symbol, or
-    /// `[object]`/`0xaddr` when there is none.
-    pub fn function(&self) -> String {
-        match (&self.symbol, &self.object) {
-            (Some(s), _) => s.clone(),
-            (None, Some(o)) => format!("[{}]", o.rsplit('/').next().unwrap_or(o)),
-            (None, None) => format!("{:#x}", self.addr),
-        }
-    }
-}
-
-impl std::fmt::Display for Frame {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:016x} {}", self.addr, self.name())?;
-        if let Some(o) = &self.object {
-            write!(f, " ({o})")?;
-        }
-        Ok(())
     }
 }
 

@@ -1,5 +1,6 @@
 //! Resolved, display-ready views of groups, shared by the report and the
 //! TUI: event names and field text, symbolized kernel and user stacks.
+//! How they are written is the printer's (`ustack-printer`).
 
 use ustack_tracedata::{Record, TraceFile};
 
@@ -8,34 +9,11 @@ use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
 use crate::symbols::{Frame, Symbolizer};
 use crate::trace::{fields_text, Index};
 
-/// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
-pub fn fmt_ts(ts: u64) -> String {
-    format!("{}.{:06}", ts / 1_000_000_000, (ts % 1_000_000_000) / 1_000)
-}
-
-/// `seconds.nanoseconds` (`trace-cmd report -t`).
-pub fn fmt_ts_ns(ts: u64) -> String {
-    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
-}
-
 /// The cookie in hex, `-` for synchronous groups.
 pub fn fmt_cookie(g: &Group) -> String {
     match g.cookie {
         Some(c) => format!("{c:x}"),
         None => "-".to_string(),
-    }
-}
-
-/// What a stack-less group is waiting for, in words.
-pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
-    match status {
-        Status::Complete => "",
-        Status::Pending => "pending: the trace ended before the task returned to user space",
-        Status::StackLost if loss_while_open => {
-            "stack lost: events were dropped before the stack arrived"
-        }
-        Status::StackLost => "stack lost: the task entered the kernel again without it",
-        Status::OrphanStack => "orphan stack: the events that requested it were lost",
     }
 }
 
@@ -210,112 +188,4 @@ pub fn detail<'r>(
         user: g.user_stack,
         user_frames,
     }
-}
-
-impl GroupDetail {
-    /// The header line: comm-pid, cookie, status, time span, counts.
-    pub fn header(&self) -> String {
-        self.header_with(fmt_ts)
-    }
-
-    /// [`GroupDetail::header`] with another timestamp format.
-    pub fn header_with(&self, fmt_ts: fn(u64) -> String) -> String {
-        let cookie = match self.cookie {
-            Some(c) => format!("cookie={c:x}"),
-            None => "sync".to_string(),
-        };
-        let mut h = format!(
-            "{}-{} {} {} {}..{} events={} frames={}",
-            self.comm,
-            self.pid,
-            cookie,
-            self.status.name(),
-            fmt_ts(self.first_ts),
-            fmt_ts(self.last_ts),
-            self.events.len(),
-            self.user_frames.len()
-        );
-        if self.loss_while_open && self.status == Status::Complete {
-            // Some of its events may be missing.
-            h.push_str(" (drops while open)");
-        }
-        h
-    }
-
-    /// The text block: header, events with kernel stacks, user stack.
-    pub fn lines(&self) -> Vec<String> {
-        self.lines_with(fmt_ts)
-    }
-
-    /// [`GroupDetail::lines`] with another timestamp format (e.g.
-    /// [`fmt_ts_ns`]).
-    pub fn lines_with(&self, fmt_ts: fn(u64) -> String) -> Vec<String> {
-        let mut out = vec![self.header_with(fmt_ts)];
-        for e in &self.events {
-            out.push(format!(
-                "  {} [{:03}] {}: {}",
-                fmt_ts(e.ts),
-                e.cpu,
-                e.name,
-                e.info
-            ));
-            for f in &e.kernel {
-                out.push(format!("      => {}", kframe(f)));
-            }
-        }
-        match self.user {
-            Some(u) => {
-                out.push(format!(
-                    "  {} [{:03}] <user stack>{}",
-                    fmt_ts(u.ts),
-                    u.cpu,
-                    if self.status == Status::OrphanStack {
-                        " (orphan: the events that requested it were lost)"
-                    } else {
-                        ""
-                    }
-                ));
-                if self.user_frames.is_empty() {
-                    out.push("      (empty)".to_string());
-                }
-                for f in &self.user_frames {
-                    out.push(format!("      => {}", uframe(f)));
-                }
-            }
-            None => out.push(format!(
-                "  <no user stack: {}>",
-                status_note(self.status, self.loss_while_open)
-            )),
-        }
-        out
-    }
-}
-
-/// `sym+off (addr)` or `addr` for a kernel frame, with `[module]`.
-pub fn kframe(f: &Frame) -> String {
-    let mut s = match &f.symbol {
-        Some(_) => format!("{} ({:x})", f.name(), f.addr),
-        None => format!("{:x}", f.addr),
-    };
-    if let Some(m) = &f.object {
-        s.push_str(&format!(" [{m}]"));
-    }
-    s
-}
-
-/// `sym+off (addr) object [at file:line]` for a user frame.
-pub fn uframe(f: &Frame) -> String {
-    let mut s = match &f.symbol {
-        Some(_) => format!("{} ({:x})", f.name(), f.addr),
-        None => format!("{:x}", f.addr),
-    };
-    if let Some(o) = &f.object {
-        s.push(' ');
-        s.push_str(o);
-    }
-    if let Some(l) = &f.location {
-        s.push_str(" at ");
-        s.push_str(l);
-    }
-    s
 }

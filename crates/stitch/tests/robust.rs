@@ -84,7 +84,7 @@ fn random_records_do_not_panic() {
                 &mut ustack_stitch::view::Texts::generic(),
                 &mut sym,
             );
-            let _ = d.lines();
+            let _ = format!("{d:?}");
         }
         for s in 0..50u64 {
             let r = Record {

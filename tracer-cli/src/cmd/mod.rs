@@ -6,7 +6,6 @@ pub mod record;
 pub mod report;
 pub mod reset;
 pub mod show;
-pub mod stacks;
 pub mod start;
 pub mod stat;
 pub mod stop;

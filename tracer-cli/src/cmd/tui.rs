@@ -75,11 +75,11 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     }
     if !tty {
         let f = ustack_tracedata::TraceFile::open(&args.input)?;
-        let view = super::stacks::View {
+        let view = ustack_printer::stacks::View {
             symfs: args.symfs,
-            ..super::stacks::View::text()
+            ..ustack_printer::stacks::View::text()
         };
-        return super::stacks::print_file(&f, &view);
+        return super::report::print_stacks(&f, &view);
     }
     ustack_tui::run(&ustack_tui::Options {
         input: args.input,

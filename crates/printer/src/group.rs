@@ -1,0 +1,96 @@
+//! The text of one stitched group ([`GroupDetail`]): its header line and
+//! its block (events with kernel stacks, then the user stack), shared by
+//! `report --stacks` and the TUI.
+
+use crate::frame::{format_frame, FrameStyle};
+use ustack_stitch::view::GroupDetail;
+use ustack_stitch::Status;
+
+/// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
+pub fn fmt_ts(ts: u64) -> String {
+    format!("{}.{:06}", ts / 1_000_000_000, (ts % 1_000_000_000) / 1_000)
+}
+
+/// `seconds.nanoseconds` (`trace-cmd report -t`).
+pub fn fmt_ts_ns(ts: u64) -> String {
+    format!("{}.{:09}", ts / 1_000_000_000, ts % 1_000_000_000)
+}
+
+/// What a stack-less group is waiting for, in words.
+pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
+    match status {
+        Status::Complete => "",
+        Status::Pending => "pending: the trace ended before the task returned to user space",
+        Status::StackLost if loss_while_open => {
+            "stack lost: events were dropped before the stack arrived"
+        }
+        Status::StackLost => "stack lost: the task entered the kernel again without it",
+        Status::OrphanStack => "orphan stack: the events that requested it were lost",
+    }
+}
+
+/// The header line: comm-pid, cookie, status, time span, counts.
+pub fn header(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> String {
+    let cookie = match d.cookie {
+        Some(c) => format!("cookie={c:x}"),
+        None => "sync".to_string(),
+    };
+    let mut h = format!(
+        "{}-{} {} {} {}..{} events={} frames={}",
+        d.comm,
+        d.pid,
+        cookie,
+        d.status.name(),
+        fmt_ts(d.first_ts),
+        fmt_ts(d.last_ts),
+        d.events.len(),
+        d.user_frames.len()
+    );
+    if d.loss_while_open && d.status == Status::Complete {
+        // Some of its events may be missing.
+        h.push_str(" (drops while open)");
+    }
+    h
+}
+
+/// The text block: header, events with kernel stacks, user stack.
+pub fn lines(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> Vec<String> {
+    let mut out = vec![header(d, fmt_ts)];
+    for e in &d.events {
+        out.push(format!(
+            "  {} [{:03}] {}: {}",
+            fmt_ts(e.ts),
+            e.cpu,
+            e.name,
+            e.info
+        ));
+        for f in &e.kernel {
+            out.push(format!("      => {}", format_frame(f, FrameStyle::Kernel)));
+        }
+    }
+    match d.user {
+        Some(u) => {
+            out.push(format!(
+                "  {} [{:03}] <user stack>{}",
+                fmt_ts(u.ts),
+                u.cpu,
+                if d.status == Status::OrphanStack {
+                    " (orphan: the events that requested it were lost)"
+                } else {
+                    ""
+                }
+            ));
+            if d.user_frames.is_empty() {
+                out.push("      (empty)".to_string());
+            }
+            for f in &d.user_frames {
+                out.push(format!("      => {}", format_frame(f, FrameStyle::User)));
+            }
+        }
+        None => out.push(format!(
+            "  <no user stack: {}>",
+            status_note(d.status, d.loss_while_open)
+        )),
+    }
+    out
+}

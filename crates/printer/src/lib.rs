@@ -1,0 +1,19 @@
+//! Everything ustack prints about a trace: the output side of `report` and
+//! of the TUI's text.
+//!
+//! * [`tracecmd::Printer`] writes one event line exactly as `trace-cmd
+//!   report` does, and [`report::report`] the whole report with trace-cmd's
+//!   filters and forms (`--stat`, `--uname`, `--version`);
+//! * [`stacks`] writes the stitched views (text blocks, JSON through serde,
+//!   folded stacks for flame graphs);
+//! * [`group`] is the text of one stitched group and [`frame`] the one
+//!   place a stack frame is spelt, for each kind of output.
+//!
+//! It writes to any `io::Write` and prints nothing else: what to do with a
+//! closed pipe or a warning is the program's choice.
+
+pub mod frame;
+pub mod group;
+pub mod report;
+pub mod stacks;
+pub mod tracecmd;

@@ -1,0 +1,303 @@
+//! The stitched views of `report --stacks|--json|--folded`: events grouped
+//! by cookie, with their kernel stacks and the symbolized user stack.
+//!
+//! * text: one block per group ([`crate::group::lines`]) after a summary
+//!   comment;
+//! * JSON: one document with every group (one per line) and the per-CPU
+//!   drops;
+//! * folded: collapsed stacks (`comm;user frames;kernel frames;event
+//!   count`), outermost frame first, for flame graphs.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use serde::Serialize;
+use ustack_stitch::symbols::Frame;
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::{self, GroupDetail};
+use ustack_stitch::{file, GroupKind, Status};
+use ustack_tracedata::TraceFile;
+
+use crate::frame::{format_frame, FrameStyle};
+use crate::group::{self, fmt_ts, fmt_ts_ns};
+
+/// Output shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Text blocks.
+    Text,
+    /// JSON.
+    Json,
+    /// Folded stacks.
+    Folded,
+}
+
+/// How to print the stitched view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// Output shape.
+    pub mode: Mode,
+    /// Nanosecond timestamps in the text.
+    pub nsec: bool,
+    /// Look the files of user stacks up under this directory.
+    pub symfs: Option<PathBuf>,
+}
+
+impl View {
+    /// Text blocks, microsecond timestamps, files looked up in `/`.
+    pub fn text() -> View {
+        View {
+            mode: Mode::Text,
+            nsec: false,
+            symfs: None,
+        }
+    }
+}
+
+/// What [`write_file`] could not show.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// The trace data ended early with this error; the groups read before
+    /// it were written (the text says so in a final comment line).
+    pub cut_short: Option<String>,
+}
+
+/// Writes the stitched view of the first buffer with data of `f`, one
+/// group at a time (only the index and the folded counts are held).
+pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Written> {
+    let (mode, nsec) = (view.mode, view.nsec);
+    let buf = file::buffer(f, None)?;
+    let idx = file::load(f, buf);
+    let mut sym = file::symbolizer(f).with_root(view.symfs.clone());
+    let mut texts = view::Texts::for_file(f);
+    let details = idx.stitched.groups.iter().map(|g| {
+        view::detail(
+            &idx,
+            g,
+            |s| file::record(f, buf, &idx.events[s as usize]),
+            &mut texts,
+            &mut sym,
+        )
+    });
+    match mode {
+        Mode::Text => text(&idx, details, nsec, out)?,
+        Mode::Json => json(&idx, details, out)?,
+        Mode::Folded => folded(details, out)?,
+    }
+    let cut_short = idx.error.as_ref().map(|e| e.to_string());
+    if let (Some(e), Mode::Text) = (&cut_short, mode) {
+        writeln!(out, "# trace data cut short: {e}")?;
+    }
+    Ok(Written { cut_short })
+}
+
+fn drops_text(idx: &Index) -> String {
+    let d = idx.drops_per_cpu();
+    if d.is_empty() {
+        return "none".to_string();
+    }
+    d.iter()
+        .map(|&(cpu, n, unknown)| {
+            if unknown {
+                format!("cpu{cpu}={n}+")
+            } else {
+                format!("cpu{cpu}={n}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Text blocks, preceded by a summary comment.
+pub fn text(
+    idx: &Index,
+    details: impl Iterator<Item = GroupDetail>,
+    nsec: bool,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let ts: fn(u64) -> String = if nsec { fmt_ts_ns } else { fmt_ts };
+    let mut counts = BTreeMap::new();
+    for g in &idx.stitched.groups {
+        *counts.entry(g.status).or_insert(0usize) += 1;
+    }
+    let c = |s| counts.get(&s).copied().unwrap_or(0);
+    writeln!(
+        out,
+        "# {} events, {} groups: {} complete, {} pending, {} stack-lost, {} orphan-stack; drops: {}",
+        idx.events.len(),
+        idx.stitched.groups.len(),
+        c(Status::Complete),
+        c(Status::Pending),
+        c(Status::StackLost),
+        c(Status::OrphanStack),
+        drops_text(idx)
+    )?;
+    for d in details {
+        writeln!(out)?;
+        for l in group::lines(&d, ts) {
+            writeln!(out, "{l}")?;
+        }
+    }
+    Ok(())
+}
+
+/// A frame in the JSON output.
+#[derive(Serialize)]
+struct JsonFrame<'a> {
+    addr: String,
+    symbol: &'a Option<String>,
+    offset: u64,
+    object: &'a Option<String>,
+    location: &'a Option<String>,
+}
+
+fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
+    fr.iter()
+        .map(|f| JsonFrame {
+            addr: format!("{:#x}", f.addr),
+            symbol: &f.symbol,
+            offset: f.offset,
+            object: &f.object,
+            location: &f.location,
+        })
+        .collect()
+}
+
+/// The drops of one CPU in the JSON output.
+#[derive(Serialize)]
+struct JsonDrop {
+    cpu: u32,
+    count: u64,
+    unknown_count: bool,
+}
+
+/// A kernel event in the JSON output.
+#[derive(Serialize)]
+struct JsonEvent<'a> {
+    seq: u64,
+    cpu: u32,
+    ts: u64,
+    name: &'a str,
+    info: &'a str,
+    kernel_stack: Vec<JsonFrame<'a>>,
+}
+
+/// A user stack in the JSON output.
+#[derive(Serialize)]
+struct JsonUserStack<'a> {
+    cpu: u32,
+    ts: u64,
+    frames: Vec<JsonFrame<'a>>,
+}
+
+/// A group in the JSON output.
+#[derive(Serialize)]
+struct JsonGroup<'a> {
+    pid: i32,
+    comm: &'a str,
+    kind: &'static str,
+    cookie: Option<String>,
+    status: &'static str,
+    first_ts: u64,
+    last_ts: u64,
+    loss_while_open: bool,
+    cookie_events: u32,
+    events: Vec<JsonEvent<'a>>,
+    user_stack: Option<JsonUserStack<'a>>,
+}
+
+impl<'a> JsonGroup<'a> {
+    fn of(d: &'a GroupDetail) -> JsonGroup<'a> {
+        JsonGroup {
+            pid: d.pid,
+            comm: &d.comm,
+            kind: match d.kind {
+                GroupKind::Deferred => "deferred",
+                GroupKind::Sync => "sync",
+            },
+            cookie: d.cookie.map(|c| format!("{c:#x}")),
+            status: d.status.name(),
+            first_ts: d.first_ts,
+            last_ts: d.last_ts,
+            loss_while_open: d.loss_while_open,
+            cookie_events: d.cookie_events,
+            events: d
+                .events
+                .iter()
+                .map(|e| JsonEvent {
+                    seq: e.seq,
+                    cpu: e.cpu,
+                    ts: e.ts,
+                    name: &e.name,
+                    info: &e.info,
+                    kernel_stack: json_frames(&e.kernel),
+                })
+                .collect(),
+            user_stack: d.user.map(|u| JsonUserStack {
+                cpu: u.cpu,
+                ts: u.ts,
+                frames: json_frames(&d.user_frames),
+            }),
+        }
+    }
+}
+
+/// One JSON document: `{"events":N,"drops":[..],"groups":[..]}`, one
+/// group per line.
+pub fn json(
+    idx: &Index,
+    details: impl Iterator<Item = GroupDetail>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let drops: Vec<JsonDrop> = idx
+        .drops_per_cpu()
+        .iter()
+        .map(|&(cpu, count, unknown_count)| JsonDrop {
+            cpu,
+            count,
+            unknown_count,
+        })
+        .collect();
+    write!(out, "{{\"events\":{},\"drops\":", idx.events.len())?;
+    serde_json::to_writer(&mut *out, &drops)?;
+    out.write_all(b",\"groups\":[\n")?;
+    let mut first = true;
+    for d in details {
+        if !first {
+            out.write_all(b",\n")?;
+        }
+        first = false;
+        serde_json::to_writer(&mut *out, &JsonGroup::of(&d))?;
+    }
+    out.write_all(b"\n]}\n")
+}
+
+/// Folded stacks: `comm;user (outermost first);kernel (outermost
+/// first);event count`, one line per distinct stack, sorted.
+pub fn folded(
+    details: impl Iterator<Item = GroupDetail>,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let fold = |f: &Frame| format_frame(f, FrameStyle::Folded);
+    let mut acc: BTreeMap<String, u64> = BTreeMap::new();
+    for d in details {
+        let user: Vec<String> = if d.user.is_some() {
+            d.user_frames.iter().rev().map(fold).collect()
+        } else {
+            vec![format!("[{}]", d.status.name())]
+        };
+        for e in &d.events {
+            let mut parts = vec![d.comm.replace(';', "_")];
+            parts.extend(user.iter().cloned());
+            parts.extend(e.kernel.iter().rev().map(fold));
+            parts.push(e.name.clone());
+            *acc.entry(parts.join(";")).or_default() += 1;
+        }
+    }
+    for (k, v) in acc {
+        writeln!(out, "{k} {v}")?;
+    }
+    Ok(())
+}
