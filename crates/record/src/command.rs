@@ -39,6 +39,9 @@ impl HeldChild {
         // (close, read, sigprocmask, sigaction, execvp, write, _exit) on data
         // prepared before the fork; the parent continues normally.
         match unsafe { nix::unistd::fork() }.context("fork")? {
+            // SAFETY: in the forked child of a multi-threaded process: only
+            // async-signal-safe libc calls, on fds and C strings that were
+            // made before the fork and stay valid until exec or _exit.
             nix::unistd::ForkResult::Child => unsafe {
                 libc::close(w.as_raw_fd());
                 libc::close(er.as_raw_fd());

@@ -40,7 +40,10 @@ fn kallsyms_lookup() {
     assert_eq!(m.name(), "ext4_write+0x4");
     assert_eq!(m.object.as_deref(), Some("ext4"));
     assert_eq!(k.lookup(0x1000), Frame::unknown(0x1000));
-    assert_eq!((m.addr, m.object.as_deref()), (0xffffffffc0100004, Some("ext4")));
+    assert_eq!(
+        (m.addr, m.object.as_deref()),
+        (0xffffffffc0100004, Some("ext4"))
+    );
 }
 
 #[test]

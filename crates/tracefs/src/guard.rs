@@ -106,6 +106,8 @@ pub fn remove_dirs_after_exit(dirs: &[PathBuf]) {
     // SAFETY: the child only calls async-signal-safe functions (getppid,
     // nanosleep, rmdir, _exit) on data prepared before the fork.
     if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
+        // SAFETY: in the forked child: only async-signal-safe libc calls,
+        // on the C strings built before the fork; it ends with _exit.
         unsafe {
             let tick = libc::timespec {
                 tv_sec: 0,

@@ -22,8 +22,6 @@
 //! Every error names the file (relative to the tracefs root) and the errno:
 //! `tracefs: cannot write events/sched/enable: Permission denied`.
 
-#![warn(missing_docs)]
-
 mod error;
 mod fsio;
 mod guard;
