@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages that tracer-cli and its tests need on the host.
+# Installs the Debian packages that tracer-cli and its tests need on the host:
+#   libtraceevent-dev, pkg-config  link libtraceevent (crates/traceevent-sys)
+#   gcc                            the cc crate (bundled zstd), test programs
+#   trace-cmd                      byte-for-byte comparisons in tests, bench
+#   tmux                           the TUI tests
+# (zstd and zlib are built from the crates' own sources.)
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
 
-pkgs=(trace-cmd libtraceevent-dev libtracefs-dev pkg-config libzstd-dev zlib1g-dev tmux gcc)
+pkgs=(libtraceevent-dev pkg-config gcc trace-cmd tmux)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -232,8 +232,7 @@ fn load(args: &[String]) -> Res<()> {
             _ => return Err(USAGE.to_string()),
         }
     }
-    // SAFETY: sysconf has no preconditions.
-    let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
+    let ncpu = std::thread::available_parallelism().map_or(1, |n| n.get());
     let stop = Arc::new(AtomicBool::new(false));
     let start = Instant::now();
     let threads: Vec<_> = (0..ncpu)
@@ -286,13 +285,10 @@ fn all_full(dir: &Path, ncpu: usize) -> Res<bool> {
 /// makes sched and timer events), optionally held to `rate` ops/s. Returns
 /// the number of ops done.
 fn worker(cpu: usize, stop: &AtomicBool, rate: Option<u64>, mix: bool) -> u64 {
-    // SAFETY: the set is a plain bit mask initialized by CPU_ZERO, and
-    // sched_setaffinity only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        libc::CPU_ZERO(&mut set);
-        libc::CPU_SET(cpu, &mut set);
-        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    let mut set = nix::sched::CpuSet::new();
+    if set.set(cpu).is_ok() {
+        // Unpinned on failure: the load still runs, only less evenly.
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
     }
     let zero = std::fs::File::open("/dev/zero").ok();
     let null = std::fs::OpenOptions::new()
@@ -304,8 +300,7 @@ fn worker(cpu: usize, stop: &AtomicBool, rate: Option<u64>, mix: bool) -> u64 {
     let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         for _ in 0..100 {
-            // SAFETY: getppid has no arguments and cannot fail.
-            unsafe { libc::getppid() };
+            std::hint::black_box(nix::unistd::getppid());
             n += 1;
             if mix {
                 use std::io::{Read, Write};

@@ -835,7 +835,7 @@ fn the_command_runs_with_default_signal_state() {
         0,
         "blocked signals leaked into the command"
     );
-    let sigpipe_bit = 1u64 << (libc::SIGPIPE - 1);
+    let sigpipe_bit = 1u64 << (nix::sys::signal::Signal::SIGPIPE as i32 - 1);
     assert_eq!(
         field("SigIgn:") & sigpipe_bit,
         0,
@@ -1041,7 +1041,10 @@ fn a_ptraced_command_keeps_its_exit_status_and_signals() {
     // The expectations themselves, so a broken shell cannot make both agree
     // on nonsense.
     assert_eq!(plain_sh("echo a; exit 7"), ("a\n".into(), 7));
-    assert_eq!(plain_sh(cases[1].1), ("b\n".into(), 128 + libc::SIGTERM));
+    assert_eq!(
+        plain_sh(cases[1].1),
+        ("b\n".into(), 128 + nix::sys::signal::Signal::SIGTERM as i32)
+    );
     assert_eq!(plain_sh(cases[4].1), ("stopped\nrc=0\n".into(), 0));
 }
 

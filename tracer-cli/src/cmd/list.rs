@@ -2,15 +2,15 @@
 //! (`-o`), tracers (`-t`), systems (`-s`) and clocks (`-C`). Without an
 //! option, everything.
 
-use anyhow::{bail, Result};
-use std::ffi::CString;
+use anyhow::{anyhow, Result};
+use regex::Regex;
 use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli list`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// List events, optionally only those matching a POSIX extended regex
-    /// against `system:event`.
+    /// List events, optionally only those matching a regular expression
+    /// (extended syntax, as trace-cmd's) against `system:event`.
     #[arg(short = 'e', value_name = "REGEX", num_args = 0..=1, default_missing_value = "")]
     pub events: Option<String>,
     /// With -e: show the fields of each event.
@@ -37,37 +37,6 @@ pub struct Args {
     /// Instance for -o, -C and -l.
     #[arg(short = 'B', value_name = "INSTANCE")]
     pub instance: Option<String>,
-}
-
-/// A compiled POSIX extended regular expression (regcomp(3)), as trace-cmd uses.
-struct Regex(Box<libc::regex_t>);
-
-impl Regex {
-    fn new(pattern: &str) -> Result<Regex> {
-        let c = CString::new(pattern)?;
-        // SAFETY: regex_t is plain data that regcomp initializes.
-        let mut re: Box<libc::regex_t> = Box::new(unsafe { std::mem::zeroed() });
-        // SAFETY: `re` points to a regex_t and `c` is NUL-terminated.
-        let rc =
-            unsafe { libc::regcomp(&mut *re, c.as_ptr(), libc::REG_EXTENDED | libc::REG_NOSUB) };
-        if rc != 0 {
-            bail!("bad regular expression '{pattern}'");
-        }
-        Ok(Regex(re))
-    }
-
-    fn is_match(&self, s: &str) -> bool {
-        let Ok(c) = CString::new(s) else { return false };
-        // SAFETY: the regex was compiled by regcomp; no match offsets are requested.
-        unsafe { libc::regexec(&*self.0, c.as_ptr(), 0, std::ptr::null_mut(), 0) == 0 }
-    }
-}
-
-impl Drop for Regex {
-    fn drop(&mut self) {
-        // SAFETY: compiled by regcomp and freed once.
-        unsafe { libc::regfree(&mut *self.0) };
-    }
 }
 
 fn print_fields(format: &str, full: bool) {
@@ -100,7 +69,17 @@ pub fn run(args: Args) -> Result<()> {
             println!("events:");
         }
         let re = match args.events.as_deref() {
-            Some(p) if !p.is_empty() => Some(Regex::new(p)?),
+            Some(p) if !p.is_empty() => Some(Regex::new(p).map_err(|e| {
+                // regex's message draws the pattern over several lines:
+                // keep its last line, the reason.
+                let why = e.to_string();
+                let why = why
+                    .lines()
+                    .last()
+                    .unwrap_or("")
+                    .trim_start_matches("error: ");
+                anyhow!("bad regular expression '{p}': {why}")
+            })?),
             _ => None,
         };
         for e in fs.all_events()? {
