@@ -3,7 +3,7 @@
 //!
 //! The binary stays thin: argument parsing lives here, each subcommand lives
 //! in its own module under [`cmd`], and the real work is done by the library
-//! crates (`tracefs`, `tracedata`, `stitch`, `tui`).
+//! crates (`ustack-record`, `ustack-printer`, `ustack-tui`, ...).
 
 mod cmd;
 mod signals;
