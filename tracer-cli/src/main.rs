@@ -68,6 +68,13 @@ fn main() {
         Command::Tui(a) => cmd::tui::run(a, &sub),
     };
     if let Err(err) = result {
+        // A reader that went away (`| head`) is not a failure.
+        if err.chain().any(|e| {
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        }) {
+            std::process::exit(0);
+        }
         // One line, whatever went wrong: the chain is joined with ": ".
         eprintln!("tracer-cli: {err:#}");
         std::process::exit(1);

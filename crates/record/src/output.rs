@@ -70,6 +70,34 @@ pub fn collect_meta(
     })
 }
 
+/// Checks that `output` can be written, before anything is traced: it is
+/// not a directory, its directory exists and is writable, and an existing
+/// file there is writable. Nothing is created.
+pub fn check_output(output: &Path) -> Result<()> {
+    use nix::unistd::{access, AccessFlags};
+    if output.is_dir() {
+        bail!("cannot write {}: it is a directory", output.display());
+    }
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        bail!(
+            "cannot write {}: no directory {}",
+            output.display(),
+            dir.display()
+        );
+    }
+    access(dir, AccessFlags::W_OK | AccessFlags::X_OK)
+        .with_context(|| format!("cannot write {}: {}", output.display(), dir.display()))?;
+    if output.exists() {
+        access(output, AccessFlags::W_OK)
+            .with_context(|| format!("cannot write {}", output.display()))?;
+    }
+    Ok(())
+}
+
 /// The writer options for `--file-version` / `--compression`.
 pub fn write_options(version: u32, compression: Option<&str>) -> Result<WriteOptions> {
     let version = FileVersion::from_number(version).context("--file-version must be 6 or 7")?;
@@ -180,5 +208,27 @@ mod tests {
         assert!(write_options(6, Some("zstd")).is_err());
         assert!(write_options(7, Some("lz4")).is_err());
         assert!(write_options(5, None).is_err());
+    }
+
+    #[test]
+    fn an_output_that_cannot_be_written_is_refused_up_front() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(
+            check_output(dir.path()).unwrap_err().to_string(),
+            format!("cannot write {}: it is a directory", dir.path().display())
+        );
+        let missing = dir.path().join("no/such/trace.dat");
+        assert_eq!(
+            check_output(&missing).unwrap_err().to_string(),
+            format!(
+                "cannot write {}: no directory {}",
+                missing.display(),
+                dir.path().join("no/such").display()
+            )
+        );
+        let fine = dir.path().join("trace.dat");
+        check_output(&fine).unwrap();
+        assert!(!fine.exists(), "the check created the file");
+        check_output(Path::new("trace.dat")).unwrap();
     }
 }

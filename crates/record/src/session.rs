@@ -77,6 +77,12 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
     if events.is_empty() && opts.tracer.is_none() {
         bail!("no events or tracer given (use -e SYSTEM[:EVENT] or -p TRACER)");
     }
+    // A pid filter of a process that is not there would record nothing.
+    for pid in &opts.pids {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            bail!("-P {pid}: no such process");
+        }
+    }
     let fs = Tracefs::open()?;
     let guard = Guard::new();
     let inst = match &opts.instance {

@@ -29,6 +29,7 @@ pub struct Args {
 /// Runs `tracer-cli extract`.
 pub fn run(args: Args) -> Result<()> {
     let wopts = args.out.write_options()?;
+    ustack_record::check_output(&args.out.output)?;
     let fs = Tracefs::open()?;
     let insts = args.select.select(&fs)?;
     let mut temps = Vec::new();

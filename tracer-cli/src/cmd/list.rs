@@ -4,6 +4,7 @@
 
 use anyhow::{anyhow, Result};
 use regex::Regex;
+use std::io::Write;
 use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli list`.
@@ -39,7 +40,7 @@ pub struct Args {
     pub instance: Option<String>,
 }
 
-fn print_fields(format: &str, full: bool) {
+fn print_fields(out: &mut dyn Write, format: &str, full: bool) -> std::io::Result<()> {
     let mut in_fields = false;
     for line in format.lines() {
         if line.starts_with("format:") {
@@ -48,25 +49,34 @@ fn print_fields(format: &str, full: bool) {
         }
         if line.starts_with("print fmt:") {
             if full {
-                println!("{line}");
+                writeln!(out, "{line}")?;
             }
             break;
         }
         if in_fields && !line.trim().is_empty() {
-            println!("{line}");
+            writeln!(out, "{line}")?;
         }
     }
+    Ok(())
 }
 
 /// Runs `tracer-cli list`.
 pub fn run(args: Args) -> Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    list(&args, &mut out)?;
+    out.flush()?;
+    Ok(())
+}
+
+fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
     let fs = Tracefs::open()?;
     let inst = fs.instance_or_top(args.instance.as_deref())?;
     let nothing =
         args.events.is_none() && !args.options && !args.tracers && !args.systems && !args.clocks;
     if args.events.is_some() || nothing {
         if nothing {
-            println!("events:");
+            writeln!(out, "events:")?;
         }
         let re = match args.events.as_deref() {
             Some(p) if !p.is_empty() => Some(Regex::new(p).map_err(|e| {
@@ -89,39 +99,39 @@ pub fn run(args: Args) -> Result<()> {
             }
             if args.filters {
                 let f = inst.event_filter(&e).unwrap_or(None);
-                println!("{name} {}", f.as_deref().unwrap_or("none"));
+                writeln!(out, "{name} {}", f.as_deref().unwrap_or("none"))?;
             } else {
-                println!("{name}");
+                writeln!(out, "{name}")?;
             }
             if args.fields || args.full {
                 if let Ok(f) = fs.event_format(&e.system, &e.name) {
-                    print_fields(&f, args.full);
+                    print_fields(out, &f, args.full)?;
                 }
             }
         }
     }
     if args.systems || nothing {
         if nothing {
-            println!("\nsystems:");
+            writeln!(out, "\nsystems:")?;
         }
         for s in fs.systems()? {
-            println!("{s}");
+            writeln!(out, "{s}")?;
         }
     }
     if args.tracers || nothing {
         if nothing {
-            println!("\ntracers:");
+            writeln!(out, "\ntracers:")?;
         }
-        println!("{}", fs.available_tracers()?.join(" "));
+        writeln!(out, "{}", fs.available_tracers()?.join(" "))?;
     }
     if args.options || nothing {
         if nothing {
-            println!("\noptions:");
+            writeln!(out, "\noptions:")?;
         }
-        print!("{}", inst.read_string("trace_options")?);
+        write!(out, "{}", inst.read_string("trace_options")?)?;
     }
     if args.clocks {
-        print!("{}", inst.read_string("trace_clock")?);
+        write!(out, "{}", inst.read_string("trace_clock")?)?;
     }
     Ok(())
 }

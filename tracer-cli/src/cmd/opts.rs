@@ -72,7 +72,8 @@ pub struct TraceOpts {
     /// Filter for the events of the preceding -e (kernel filter syntax).
     #[arg(short = 'f', value_name = "FILTER")]
     pub filters: Vec<String>,
-    /// Use this instance (created when missing, and then removed by record).
+    /// Use this instance; one that does not exist is created (and removed
+    /// again at the end, except by start, which leaves it for extract).
     #[arg(short = 'B', value_name = "INSTANCE")]
     pub instance: Option<String>,
     /// Ring-buffer size per CPU in KiB.
@@ -160,7 +161,6 @@ mod tests {
     struct Args {
         #[command(flatten)]
         trace: TraceOpts,
-        #[arg(allow_hyphen_values = true)]
         command: Vec<String>,
     }
 

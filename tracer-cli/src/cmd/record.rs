@@ -24,8 +24,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use ustack_record::{
-    collect_meta, setup, MapsStore, MapsTracker, Recorder, StackPidScanner, TracedCommand,
-    UserStacks,
+    check_output, collect_meta, setup, MapsStore, MapsTracker, Recorder, StackPidScanner,
+    TracedCommand, UserStacks,
 };
 
 use super::opts::{OutputOpts, TraceOpts};
@@ -51,7 +51,7 @@ pub struct Args {
     #[arg(long = "no-ptrace")]
     pub no_ptrace: bool,
     /// Command to run and trace; recording stops when it exits.
-    #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -59,6 +59,7 @@ pub struct Args {
 pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let config = args.trace.config(m)?;
     let wopts = args.out.write_options()?;
+    check_output(&args.out.output)?;
     signals::install()?;
 
     // The command's maps are snapshotted at its execs and exits by the

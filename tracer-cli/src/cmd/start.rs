@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(long = "fork")]
     pub fork: bool,
     /// Command to run once tracing is on (start waits for it unless --fork).
-    #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -28,15 +28,18 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     } else {
         Some(HeldChild::spawn(&args.command)?)
     };
-    let session = setup(&config, child.as_ref().map(|c| c.pid.as_raw() as u32))?;
+    let mut session = setup(&config, child.as_ref().map(|c| c.pid.as_raw() as u32))?;
+    session.guard.on_drop_error(crate::signals::report);
     session.inst.set_tracing_on(true)?;
-    // start leaves its settings (and a created instance) in place.
-    session.guard.forget();
+    // A command that cannot run fails the start: the guard, still armed,
+    // puts every setting back as it is dropped.
     if let Some(c) = child.as_mut() {
         c.release()?;
-        if !args.fork {
-            nix::sys::wait::waitpid(c.pid, None)?;
-        }
+    }
+    // start leaves its settings (and a created instance) in place.
+    session.guard.forget();
+    if let Some(c) = child.as_ref().filter(|_| !args.fork) {
+        nix::sys::wait::waitpid(c.pid, None)?;
     }
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! top one and a list of instances).
 
 use anyhow::Result;
+use std::io::Write;
 use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli stat`.
@@ -12,31 +13,31 @@ pub struct Args {
     pub instance: Option<String>,
 }
 
-fn show(fs: &Tracefs, inst: &Instance) -> Result<()> {
+fn show(fs: &Tracefs, inst: &Instance, out: &mut dyn Write) -> Result<()> {
     let tracer = inst.current_tracer()?;
     if tracer != "nop" {
-        println!("Tracer: {tracer}\n");
+        writeln!(out, "Tracer: {tracer}\n")?;
     }
     let events = inst.enabled_events()?;
     if !events.is_empty() {
-        println!("Events:");
+        writeln!(out, "Events:")?;
         let mut last = "";
         for e in &events {
             if e.system != last {
-                println!("  {}:", e.system);
+                writeln!(out, "  {}:", e.system)?;
                 last = &e.system;
             }
             match inst.event_filter(e).unwrap_or(None) {
-                Some(f) => println!("    {}   filter: {f}", e.name),
-                None => println!("    {}", e.name),
+                Some(f) => writeln!(out, "    {}   filter: {f}", e.name)?,
+                None => writeln!(out, "    {}", e.name)?,
             }
         }
-        println!();
+        writeln!(out)?;
     }
     let pids = inst.event_pids().unwrap_or_default();
     if !pids.is_empty() {
         let p: Vec<String> = pids.iter().map(u32::to_string).collect();
-        println!("Event pid filter: {}\n", p.join(" "));
+        writeln!(out, "Event pid filter: {}\n", p.join(" "))?;
     }
     let set: Vec<&str> = [
         "stacktrace",
@@ -49,47 +50,50 @@ fn show(fs: &Tracefs, inst: &Instance) -> Result<()> {
     .filter(|o| inst.has_option(o))
     .filter(|o| inst.option(o).unwrap_or(false))
     .collect();
-    println!(
+    writeln!(
+        out,
         "Options set: {}\n",
         if set.is_empty() {
             "(none of the stack options)".into()
         } else {
             set.join(" ")
         }
-    );
+    )?;
     match inst.buffer_size_kb()? {
-        Some(kb) => println!("Buffer size in kilobytes (per cpu):\n   {kb}\n"),
+        Some(kb) => writeln!(out, "Buffer size in kilobytes (per cpu):\n   {kb}\n")?,
         None => {
-            println!("Buffer size in kilobytes (per cpu):");
+            writeln!(out, "Buffer size in kilobytes (per cpu):")?;
             for cpu in inst.cpus()? {
-                println!("   CPU{cpu}: {}", inst.cpu_buffer_size_kb(cpu)?);
+                writeln!(out, "   CPU{cpu}: {}", inst.cpu_buffer_size_kb(cpu)?)?;
             }
-            println!();
+            writeln!(out)?;
         }
     }
-    println!("Trace clock: {}\n", inst.trace_clock()?.0);
-    println!(
+    writeln!(out, "Trace clock: {}\n", inst.trace_clock()?.0)?;
+    writeln!(
+        out,
         "Tracing is {}\n",
         if inst.tracing_on()? { "on" } else { "disabled" }
-    );
-    println!("Per CPU buffer:");
+    )?;
+    writeln!(out, "Per CPU buffer:")?;
     for cpu in inst.cpus()? {
         let s = inst.cpu_stats(cpu)?;
-        println!(
+        writeln!(
+            out,
             "   CPU{cpu}: entries {}  read {}  overrun {}  dropped {}  bytes {}",
             s.entries.unwrap_or(0),
             s.read_events.unwrap_or(0),
             s.overrun.unwrap_or(0),
             s.dropped_events.unwrap_or(0),
             s.bytes.unwrap_or(0)
-        );
+        )?;
     }
     if inst.name().is_none() {
         let names = fs.instances()?;
         if !names.is_empty() {
-            println!("\nInstances:");
+            writeln!(out, "\nInstances:")?;
             for n in names {
-                println!("   {n}");
+                writeln!(out, "   {n}")?;
             }
         }
     }
@@ -100,5 +104,9 @@ fn show(fs: &Tracefs, inst: &Instance) -> Result<()> {
 pub fn run(args: Args) -> Result<()> {
     let fs = Tracefs::open()?;
     let inst = fs.instance_or_top(args.instance.as_deref())?;
-    show(&fs, &inst)
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    show(&fs, &inst, &mut out)?;
+    out.flush()?;
+    Ok(())
 }

@@ -57,7 +57,7 @@ pub struct Args {
     pub output: Option<PathBuf>,
     /// With --live: command to run and trace (its output goes to
     /// `<tmp>/command.log`).
-    #[arg(allow_hyphen_values = true, value_name = "COMMAND")]
+    #[arg(value_name = "COMMAND")]
     pub command: Vec<String>,
 }
 
@@ -67,6 +67,9 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     if args.live {
         if !tty {
             anyhow::bail!("tui --live needs a terminal");
+        }
+        if let Some(out) = &args.output {
+            ustack_record::check_output(out)?;
         }
         return run_live(&args, &args.trace.config(m)?);
     }
