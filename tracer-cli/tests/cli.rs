@@ -145,3 +145,102 @@ fn a_start_whose_command_cannot_run_restores_everything() {
     assert_ne!(after.1, "300\n", "buffer size left changed");
     assert_eq!(after.2, "1\n", "tracing_on left off");
 }
+
+/// A private instance name for one test, and its directory.
+fn instance(tag: &str) -> (String, std::path::PathBuf) {
+    let name = format!("cli-{tag}-{}", std::process::id());
+    let dir = std::path::Path::new("/sys/kernel/tracing/instances").join(&name);
+    (name, dir)
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_misspelt_event_suggests_the_right_one() {
+    let (name, dir) = instance("dym");
+    let o = tracer_cli(&[
+        "record",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_swich",
+        "-o",
+        "/dev/null",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        "tracer-cli: no such event: sched:sched_swich (did you mean sched:sched_switch?)\n"
+    );
+    assert!(!dir.exists(), "instance left behind");
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_bad_filter_gives_the_kernels_reason() {
+    let (name, dir) = instance("badf");
+    let o = tracer_cli(&[
+        "record",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_switch",
+        "-f",
+        "nosuch == 1",
+        "-o",
+        "/dev/null",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("tracer-cli: tracefs: bad filter for sched:sched_switch: Field not found")
+            && err.ends_with(": nosuch == 1\n")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    assert!(!dir.exists(), "instance left behind");
+    // A system filter that fits none of the system's events would trace
+    // everything: refused too.
+    let o = tracer_cli(&[
+        "record",
+        "-B",
+        &name,
+        "-e",
+        "sched",
+        "-f",
+        "nosuch == 1",
+        "-o",
+        "/dev/null",
+        "--",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).starts_with("tracer-cli: bad filter for sched: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.exists(), "instance left behind");
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_filter_after_a_system_goes_to_the_systems_filter_file() {
+    let (name, dir) = instance("sysf");
+    let o = tracer_cli(&["start", "-B", &name, "-e", "sched", "-f", "prev_pid == 1"]);
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+    let (switch, wakeup) = (
+        read("events/sched/sched_switch/filter"),
+        read("events/sched/sched_wakeup/filter"),
+    );
+    let _ = std::fs::write(dir.join("tracing_on"), "0");
+    let _ = std::fs::remove_dir(&dir);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // sched_switch has prev_pid and gets the filter; sched_wakeup has no
+    // such field and keeps none (the kernel notes why in its filter file).
+    assert_eq!(switch, "prev_pid == 1\n");
+    assert!(wakeup.contains("parse_error:"), "{wakeup}");
+}

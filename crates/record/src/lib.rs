@@ -19,6 +19,7 @@
 //! signal handler and never exits the process.
 
 mod command;
+mod events;
 mod maps;
 mod output;
 mod recorder;

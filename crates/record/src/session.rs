@@ -3,7 +3,7 @@
 //! ([`setup`]).
 
 use anyhow::{bail, Result};
-use ustack_tracefs::{EventId, EventSpec, Guard, Instance, Tracefs};
+use ustack_tracefs::{EventId, Guard, Instance, Tracefs};
 
 /// Which user-space stacks to record.
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -115,13 +115,7 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
     if opts.kernel_stacks && !inst.has_option("stacktrace") {
         bail!("this kernel has no stacktrace option");
     }
-    let mut resolved: Vec<(EventId, Option<String>)> = Vec::new();
-    for (spec, filter) in events {
-        let spec = EventSpec::parse(spec)?;
-        for e in fs.resolve(&spec)? {
-            resolved.push((e, filter.clone()));
-        }
-    }
+    let resolved = crate::events::resolve(&fs, events)?;
 
     guard.set_tracing_on(&inst, false)?;
     guard.disable_all_events(&inst)?;
@@ -175,16 +169,7 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
     if !pids.is_empty() || !inst.event_pids()?.is_empty() {
         guard.set_event_pids(&inst, &pids)?;
     }
-    let mut enabled = Vec::new();
-    for (e, filter) in &resolved {
-        if filter.is_some() || inst.event_filter(e)?.is_some() {
-            guard.set_event_filter(&inst, e, filter.as_deref())?;
-        }
-        guard.set_event_enabled(&inst, e, true)?;
-        if !enabled.contains(e) {
-            enabled.push(e.clone());
-        }
-    }
+    let enabled = crate::events::apply(&guard, &inst, &resolved)?;
     inst.clear_buffer()?;
     Ok(Session {
         fs,

@@ -79,6 +79,16 @@ pub enum Error {
     },
     /// An argument was not valid.
     Invalid(String),
+    /// The kernel refused a filter; `reason` is its explanation from
+    /// `error_log`.
+    Filter {
+        /// The event (`system:event`) or system it was for.
+        target: String,
+        /// The filter.
+        filter: String,
+        /// Why, in the kernel's words.
+        reason: String,
+    },
 }
 
 /// Result type of this crate.
@@ -135,6 +145,11 @@ impl fmt::Display for Error {
                 write!(f, "tracefs: unexpected contents in {path}: {detail}")
             }
             Error::Invalid(msg) => write!(f, "tracefs: {msg}"),
+            Error::Filter {
+                target,
+                filter,
+                reason,
+            } => write!(f, "tracefs: bad filter for {target}: {reason}: {filter}"),
         }
     }
 }

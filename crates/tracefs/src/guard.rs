@@ -238,6 +238,29 @@ impl Guard {
         inst.disable_all_events()
     }
 
+    /// Sets the system-wide filter of `system` (see
+    /// [`Instance::set_system_filter`]). The filters of `events` (the
+    /// system's events) are saved first, so they come back after the
+    /// system filter is cleared.
+    pub fn set_system_filter(
+        &self,
+        inst: &Instance,
+        system: &str,
+        events: &[EventId],
+        filter: &str,
+    ) -> Result<()> {
+        for e in events.iter().filter(|e| e.system == system) {
+            let old = inst.event_filter(e)?;
+            self.remember(
+                inst,
+                &format!("events/{}/{}/filter", e.system, e.name),
+                old.unwrap_or_else(|| "0".into()),
+            );
+        }
+        self.remember(inst, &format!("events/{system}/filter"), "0".into());
+        inst.set_system_filter(system, Some(filter))
+    }
+
     /// Sets (or with `None` clears) an event filter.
     pub fn set_event_filter(
         &self,

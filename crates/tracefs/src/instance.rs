@@ -119,15 +119,44 @@ impl Instance {
     pub fn event_filter(&self, e: &EventId) -> Result<Option<String>> {
         let v = self.read_string(&format!("{}/filter", Self::event_dir(e)))?;
         let v = v.trim();
+        // A system filter that does not fit this event leaves its text
+        // here followed by a caret and a `parse_error:` line; the event
+        // then has no filter.
+        if v.contains("\nparse_error:") {
+            return Ok(None);
+        }
         Ok((v != "none" && !v.is_empty()).then(|| v.to_string()))
     }
 
-    /// Sets the filter of an event; `None` clears it.
+    /// Sets the filter of an event; `None` clears it. A filter the kernel
+    /// refuses is an [`Error::Filter`] with the kernel's reason.
     pub fn set_event_filter(&self, e: &EventId, filter: Option<&str>) -> Result<()> {
-        self.write(
-            &format!("{}/filter", Self::event_dir(e)),
-            filter.unwrap_or("0"),
-        )
+        let rel = format!("{}/filter", Self::event_dir(e));
+        self.write_filter(&rel, &e.to_string(), filter)
+    }
+
+    /// The system-wide filter file (`events/SYSTEM/filter`): the kernel
+    /// sets the filter on each event of the system that has the fields it
+    /// names, and leaves the others alone. `None` clears every event's
+    /// filter in the system.
+    pub fn set_system_filter(&self, system: &str, filter: Option<&str>) -> Result<()> {
+        self.write_filter(&format!("events/{system}/filter"), system, filter)
+    }
+
+    fn write_filter(&self, rel: &str, target: &str, filter: Option<&str>) -> Result<()> {
+        let value = filter.unwrap_or("0");
+        match self.write(rel, value) {
+            Err(e) if filter.is_some() && e.raw_os_error() == Some(libc::EINVAL) => {
+                let log = self.read_string("error_log").unwrap_or_default();
+                Err(Error::Filter {
+                    target: target.to_string(),
+                    filter: value.to_string(),
+                    reason: filter_error(&log, value)
+                        .unwrap_or_else(|| "the kernel refused it".to_string()),
+                })
+            }
+            r => r,
+        }
     }
 
     /// The events enabled in this instance, from `set_event`.
@@ -430,5 +459,69 @@ mod tests {
     fn pids() {
         assert_eq!(parse_pids("12\n345\n"), vec![12, 345]);
         assert!(parse_pids("").is_empty());
+    }
+}
+
+/// The kernel's reason for refusing `filter`, from the last entry about it
+/// in an `error_log` text:
+///
+/// ```text
+/// [ 1732.235071] event filter parse error: error: Field not found
+///   Command: nosuch == 1
+///                   ^
+/// ```
+///
+/// gives `Field not found at 'nosuch == 1'` (the text from the caret on).
+pub(crate) fn filter_error(log: &str, filter: &str) -> Option<String> {
+    let lines: Vec<&str> = log.lines().collect();
+    let mut found = None;
+    for (i, l) in lines.iter().enumerate() {
+        let Some(cmd) = l.strip_prefix("  Command: ") else {
+            continue;
+        };
+        if cmd != filter || i == 0 {
+            continue;
+        }
+        let Some((_, reason)) = lines[i - 1].rsplit_once("error: ") else {
+            continue;
+        };
+        let col = lines
+            .get(i + 1)
+            .and_then(|c| c.find('^'))
+            .and_then(|c| c.checked_sub("  Command: ".len()))
+            .filter(|&c| c < cmd.len() && cmd.is_char_boundary(c));
+        found = Some(match col {
+            Some(c) => format!("{reason} at '{}'", &cmd[c..]),
+            None => reason.to_string(),
+        });
+    }
+    found
+}
+
+#[cfg(test)]
+mod filter_error_tests {
+    use super::filter_error;
+
+    #[test]
+    fn the_last_entry_about_the_filter_gives_the_reason_and_place() {
+        let log = [
+            "[ 1.0] event filter parse error: error: Invalid operator",
+            "  Command: a === 1",
+            "              ^",
+            "[ 2.0] event filter parse error: error: Field not found",
+            "  Command: x == 1 && nosuch == 2",
+            "                     ^",
+        ]
+        .join("\n");
+        let log = log.as_str();
+        assert_eq!(
+            filter_error(log, "x == 1 && nosuch == 2").as_deref(),
+            Some("Field not found at 'nosuch == 2'")
+        );
+        assert_eq!(
+            filter_error(log, "a === 1").as_deref(),
+            Some("Invalid operator at '== 1'")
+        );
+        assert_eq!(filter_error(log, "other"), None);
     }
 }
