@@ -165,8 +165,7 @@ fn tui_first_frame(path: &Path) -> Res<Round> {
     let (mut app, mut src) = ustack_tui::open(path, None, size).map_err(|e| e.to_string())?;
     app.refresh(&mut src);
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).map_err(|e| e.to_string())?;
-    term.draw(|f| ustack_tui::ui::render(f, &app))
-        .map_err(|e| e.to_string())?;
+    ustack_tui::draw(&mut term, &mut app, &mut src).map_err(|e| e.to_string())?;
     // The screen must show the file: count its non-blank cells.
     let cells = term
         .backend()

@@ -24,17 +24,17 @@ fn main() {
         let (mut app, mut src) = ustack_tui::open(&path, None, (160, 50)).unwrap();
         app.refresh(&mut src);
         let mut term = Terminal::new(TestBackend::new(160, 50)).unwrap();
-        term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
+        ustack_tui::draw(&mut term, &mut app, &mut src).unwrap();
         let first = t.elapsed();
         let t = Instant::now();
         app.update(Msg::ShowTab(Tab::Events), &mut src);
         app.update(Msg::Bottom, &mut src);
-        term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
+        ustack_tui::draw(&mut term, &mut app, &mut src).unwrap();
         let jump = t.elapsed();
         let t = Instant::now();
         for _ in 0..100 {
             app.update(Msg::Up(1), &mut src);
-            term.draw(|f| ustack_tui::ui::render(f, &app)).unwrap();
+            ustack_tui::draw(&mut term, &mut app, &mut src).unwrap();
         }
         let step = t.elapsed() / 100;
         let t = Instant::now();

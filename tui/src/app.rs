@@ -4,7 +4,8 @@
 //! it; [`App::refresh`] then fills the small caches the visible rows need
 //! (field text of the events on screen, the symbolized detail of the
 //! selected group) from a [`Source`]. Rendering ([`crate::ui`]) only reads
-//! the state.
+//! the state and returns the [`Viewport`] it drew, which [`App::drawn`]
+//! records: the state never calls the renderer.
 
 use std::collections::HashMap;
 
@@ -13,8 +14,10 @@ use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
 
+use ratatui::layout::Rect;
+
+use crate::lines;
 use crate::source::Source;
-use crate::ui;
 
 /// Which list is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -154,9 +157,88 @@ pub struct EventDetail {
     pub user: Vec<Frame>,
     /// The group it belongs to (as an event or as its user stack).
     pub group: Option<usize>,
-    /// Events dropped just before it on its CPU (count, if known).
-    pub dropped_before: Option<Option<u64>>,
+    /// Events dropped just before it on its CPU.
+    pub dropped_before: DroppedBefore,
 }
+
+/// Events dropped on a CPU just before an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DroppedBefore {
+    /// None.
+    Nothing,
+    /// This many.
+    Count(u64),
+    /// Some, the kernel did not say how many.
+    Unknown,
+}
+
+/// Dropped events of one CPU, for the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuDrops {
+    /// The CPU.
+    pub cpu: u32,
+    /// Events known to be dropped.
+    pub count: u64,
+    /// Some loss of unknown size was seen too (`count` is a lower bound).
+    pub unknown: bool,
+}
+
+/// Number of groups of each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StatusCounts {
+    /// Complete.
+    pub complete: usize,
+    /// Pending at the end of the trace.
+    pub pending: usize,
+    /// Stack lost.
+    pub lost: usize,
+    /// Stack without its events.
+    pub orphan: usize,
+}
+
+/// An open text prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptState {
+    /// What it is for.
+    pub kind: Prompt,
+    /// The text typed so far.
+    pub text: String,
+}
+
+/// The resolved detail of the selected group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SelectedGroup {
+    /// Index into `idx.stitched.groups`.
+    pub group: usize,
+    /// Its detail.
+    pub detail: GroupDetail,
+}
+
+/// What the last draw showed: where each pane is and how many rows of
+/// content it holds. Recorded by [`App::drawn`]; all zero before the first
+/// draw.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Viewport {
+    /// Group list block (groups tab).
+    pub groups: Rect,
+    /// Data rows of the group list.
+    pub group_rows: usize,
+    /// Detail block (groups tab).
+    pub detail: Rect,
+    /// Text rows of the detail pane.
+    pub detail_rows: usize,
+    /// Event list block (events tab).
+    pub events: Rect,
+    /// Data rows of the event list.
+    pub event_rows: usize,
+    /// Event detail block (events tab).
+    pub event_detail: Rect,
+    /// Text rows of the event detail block.
+    pub event_detail_rows: usize,
+}
+
+/// No group: the value of [`App::group_of_event`] for an event in none.
+const NO_GROUP: u32 = u32::MAX;
 
 /// One input, already decoded from keys, mouse or terminal events.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,7 +324,7 @@ pub struct App {
     /// Filters.
     pub filter: Filter,
     /// Open prompt and its text.
-    pub prompt: Option<(Prompt, String)>,
+    pub prompt: Option<PromptState>,
     /// Last search.
     pub search: Option<String>,
     /// Status line message.
@@ -261,23 +343,25 @@ pub struct App {
     pub eoff: usize,
     /// Detail pane scroll.
     pub dscroll: usize,
-    /// Terminal size.
+    /// Terminal size, as last reported (live mode reopens with it).
     pub size: (u16, u16),
+    /// What the last draw showed.
+    pub viewport: Viewport,
     /// User stack depth of each group.
     pub depth: Vec<u16>,
-    /// (event seq, group) of every grouped event and every attached user
-    /// stack record, sorted.
-    pub group_of_event: Vec<(u64, u32)>,
+    /// The group of each event by seq ([`NO_GROUP`] for none): grouped
+    /// events and attached user stack records.
+    group_of_event: Vec<u32>,
     /// Cached detail of the selected event (events tab).
     pub edetail: Option<EventDetail>,
     /// Cached detail of the selected group.
-    pub detail: Option<(usize, GroupDetail)>,
+    pub detail: Option<SelectedGroup>,
     /// Cached (name, info) of the events on screen.
     pub event_text: HashMap<u64, (String, String)>,
-    /// Drops per CPU, for every CPU of the trace (cpu, count, unknown).
-    pub drops: Vec<(u32, u64, bool)>,
-    /// Groups per status: complete, pending, stack lost, orphan stack.
-    pub counts: [usize; 4],
+    /// Drops per CPU, for every CPU of the trace.
+    pub drops: Vec<CpuDrops>,
+    /// Groups per status.
+    pub counts: StatusCounts,
 }
 
 impl App {
@@ -300,35 +384,43 @@ impl App {
                     .unwrap_or(0)
             })
             .collect();
-        let mut group_of_event: Vec<(u64, u32)> = idx
-            .stitched
-            .groups
-            .iter()
-            .enumerate()
-            .flat_map(|(i, g)| {
-                g.events
-                    .iter()
-                    .map(|e| e.seq)
-                    .chain(g.user_stack.map(|u| u.seq))
-                    .map(move |s| (s, i as u32))
-            })
-            .collect();
-        group_of_event.sort_unstable();
-        let mut drops: Vec<(u32, u64, bool)> = (0..ncpus).map(|c| (c, 0, false)).collect();
-        for (cpu, n, unknown) in idx.drops_per_cpu() {
-            match drops.iter_mut().find(|d| d.0 == cpu) {
-                Some(d) => *d = (cpu, n, unknown),
-                None => drops.push((cpu, n, unknown)),
+        let mut group_of_event = vec![NO_GROUP; idx.events.len()];
+        for (i, g) in idx.stitched.groups.iter().enumerate() {
+            let seqs = g.events.iter().map(|e| e.seq);
+            for s in seqs.chain(g.user_stack.map(|u| u.seq)) {
+                if let Some(slot) = group_of_event.get_mut(s as usize) {
+                    *slot = i as u32;
+                }
             }
         }
-        let mut counts = [0; 4];
+        // Every CPU of the trace gets a counter, even without drops; a CPU
+        // the file's count leaves out still shows up.
+        let mut drops: Vec<CpuDrops> = (0..ncpus)
+            .map(|cpu| CpuDrops {
+                cpu,
+                count: 0,
+                unknown: false,
+            })
+            .collect();
+        for (cpu, count, unknown) in idx.drops_per_cpu() {
+            let d = CpuDrops {
+                cpu,
+                count,
+                unknown,
+            };
+            match drops.iter_mut().find(|d| d.cpu == cpu) {
+                Some(slot) => *slot = d,
+                None => drops.push(d),
+            }
+        }
+        let mut counts = StatusCounts::default();
         for g in &idx.stitched.groups {
-            counts[match g.status {
-                Status::Complete => 0,
-                Status::Pending => 1,
-                Status::StackLost => 2,
-                Status::OrphanStack => 3,
-            }] += 1;
+            *match g.status {
+                Status::Complete => &mut counts.complete,
+                Status::Pending => &mut counts.pending,
+                Status::StackLost => &mut counts.lost,
+                Status::OrphanStack => &mut counts.orphan,
+            } += 1;
         }
         let mut app = App {
             counts,
@@ -352,6 +444,7 @@ impl App {
             eoff: 0,
             dscroll: 0,
             size,
+            viewport: Viewport::default(),
             depth,
             group_of_event,
             edetail: None,
@@ -389,11 +482,10 @@ impl App {
 
     /// The group of event `seq`, if it is in one.
     pub fn group_of(&self, seq: u64) -> Option<usize> {
-        let i = self.group_of_event.partition_point(|&(s, _)| s < seq);
         self.group_of_event
-            .get(i)
-            .filter(|&&(s, _)| s == seq)
-            .map(|&(_, g)| g as usize)
+            .get(seq as usize)
+            .filter(|&&g| g != NO_GROUP)
+            .map(|&g| g as usize)
     }
 
     fn comm_of(&self, pid: i32) -> &str {
@@ -495,10 +587,10 @@ impl App {
     }
 
     fn list_rows(&self) -> usize {
-        let l = ui::layout(self.size.0, self.size.1);
+        let v = &self.viewport;
         match self.tab {
-            Tab::Groups => l.group_rows,
-            Tab::Events => l.event_rows,
+            Tab::Groups => v.group_rows,
+            Tab::Events => v.event_rows,
         }
         .max(1)
     }
@@ -508,7 +600,7 @@ impl App {
         let (sel, len) = match (self.tab, self.focus) {
             (Tab::Groups, Focus::Detail) => {
                 let lines = self.detail_lines();
-                let page = ui::layout(self.size.0, self.size.1).detail_rows.max(1);
+                let page = self.viewport.detail_rows.max(1);
                 let max = lines.saturating_sub(page);
                 self.dscroll = (self.dscroll as isize + delta).clamp(0, max as isize) as usize;
                 return;
@@ -530,13 +622,25 @@ impl App {
     pub fn detail_lines(&self) -> usize {
         self.detail
             .as_ref()
-            .map(|(_, d)| ui::detail_lines(d).len())
+            .map(|d| lines::group(&d.detail, true).len())
             .unwrap_or(0)
+    }
+
+    /// Records what a draw showed (the renderer returns it); when the
+    /// panes changed size, refreshes the caches for the new rows and
+    /// returns true: draw again.
+    pub fn drawn(&mut self, viewport: Viewport, src: &mut dyn Source) -> bool {
+        if viewport == self.viewport {
+            return false;
+        }
+        self.viewport = viewport;
+        self.refresh(src);
+        true
     }
 
     /// Applies one message.
     pub fn update(&mut self, msg: Msg, src: &mut dyn Source) {
-        if let Some((kind, text)) = &mut self.prompt {
+        if let Some(PromptState { kind, text }) = &mut self.prompt {
             let kind = *kind;
             match msg {
                 Msg::Char(c) => text.push(c),
@@ -628,7 +732,10 @@ impl App {
                     Prompt::Comm => self.filter.comm.clone().unwrap_or_default(),
                     Prompt::Event => self.filter.event.clone().unwrap_or_default(),
                 };
-                self.prompt = Some((p, init));
+                self.prompt = Some(PromptState {
+                    kind: p,
+                    text: init,
+                });
             }
             Msg::SearchNext => self.search_step(true, src),
             Msg::SearchPrev => self.search_step(false, src),
@@ -646,12 +753,10 @@ impl App {
     }
 
     fn click(&mut self, x: u16, y: u16) {
-        let l = ui::layout(self.size.0, self.size.1);
-        let inside = |r: ratatui::layout::Rect| {
-            x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
-        };
+        let l = self.viewport;
+        let inside = |r: Rect| x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height;
         // Data rows start below the top border and the column header.
-        let row_in = |r: ratatui::layout::Rect, rows: usize| {
+        let row_in = |r: Rect, rows: usize| {
             let first = r.y + 2;
             (y >= first && ((y - first) as usize) < rows).then(|| (y - first) as usize)
         };
@@ -813,16 +918,19 @@ impl App {
     /// Keeps the selections visible and fills the caches the next render
     /// needs from `src`.
     pub fn refresh(&mut self, src: &mut dyn Source) {
-        let l = ui::layout(self.size.0, self.size.1);
-        let (gr, er) = (l.group_rows.max(1), l.event_rows.max(1));
+        let v = self.viewport;
+        let (gr, er) = (v.group_rows.max(1), v.event_rows.max(1));
         self.gsel = self.gsel.min(self.groups.len().saturating_sub(1));
         self.esel = self.esel.min(self.event_count().saturating_sub(1));
         self.goff = scroll_to(self.goff, self.gsel, gr, self.groups.len());
         self.eoff = scroll_to(self.eoff, self.esel, er, self.event_count());
         // Detail of the selected group.
         match self.selected_group() {
-            Some(g) if self.detail.as_ref().map(|d| d.0) != Some(g) => {
-                self.detail = Some((g, src.group_detail(&self.idx, g)));
+            Some(g) if self.detail.as_ref().map(|d| d.group) != Some(g) => {
+                self.detail = Some(SelectedGroup {
+                    group: g,
+                    detail: src.group_detail(&self.idx, g),
+                });
             }
             None => self.detail = None,
             _ => {}
@@ -867,7 +975,11 @@ impl App {
                 Some(src.user_frames(grp.pid, st.stacks.get(u.stack)))
             })
             .unwrap_or_default();
-        let dropped_before = self.idx.loss_before(seq).map(|l| l.count);
+        let dropped_before = match self.idx.loss_before(seq).map(|l| l.count) {
+            None => DroppedBefore::Nothing,
+            Some(Some(n)) => DroppedBefore::Count(n),
+            Some(None) => DroppedBefore::Unknown,
+        };
         EventDetail {
             seq,
             name,
@@ -908,6 +1020,7 @@ impl App {
             })
             .unwrap_or(old.gsel);
         self.goff = old.goff;
+        self.viewport = old.viewport;
         let at_tail = old.esel + 1 >= old.event_count() && old.event_count() > 0;
         self.esel = if at_tail {
             self.event_count().saturating_sub(1)

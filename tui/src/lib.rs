@@ -10,13 +10,18 @@
 //!   text of the rows on screen and the symbolized detail of the selected
 //!   group, read lazily through a [`source::Source`].
 //! * [`ui::render`] draws the state; it reads nothing else, so tests render
-//!   into ratatui's `TestBackend` and compare the screen text.
+//!   into ratatui's `TestBackend` and compare the screen text. It returns
+//!   the [`app::Viewport`] it drew (pane sizes), which the loop hands to
+//!   [`app::App::drawn`]: the state never calls the renderer.
+//! * [`lines`] holds the text of the detail panes as data, so the state can
+//!   count what the renderer styles.
 //!
 //! Lists are virtualized: only the rows on screen are built, so a file of
 //! a million events opens as fast as it can be indexed.
 
 pub mod app;
 pub mod keys;
+pub mod lines;
 pub mod source;
 pub mod ui;
 
@@ -29,11 +34,11 @@ use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
 };
-use ratatui::backend::CrosstermBackend;
+use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
 
 use crate::app::App;
-use crate::source::FileSource;
+use crate::source::{FileSource, Source};
 
 /// Error of the TUI: what failed and why.
 #[derive(Debug)]
@@ -89,6 +94,23 @@ pub fn open(
     Ok((app, src))
 }
 
+/// Draws `app` on `term` and records what was drawn; a draw that finds the
+/// panes resized refreshes the caches for the new rows and draws once more.
+pub fn draw<B: Backend>(
+    term: &mut Terminal<B>,
+    app: &mut App,
+    src: &mut dyn Source,
+) -> io::Result<()> {
+    for _ in 0..2 {
+        let mut vp = app.viewport;
+        term.draw(|f| vp = ui::render(f, app))?;
+        if !app.drawn(vp, src) {
+            break;
+        }
+    }
+    Ok(())
+}
+
 fn restore() {
     let _ = disable_raw_mode();
     let _ = execute!(io::stdout(), LeaveAlternateScreen, DisableMouseCapture);
@@ -135,8 +157,7 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             .map_err(io_err("cannot set up the terminal"))?;
         app.refresh(&mut src);
         loop {
-            term.draw(|f| ui::render(f, &app))
-                .map_err(io_err("cannot draw"))?;
+            draw(&mut term, &mut app, &mut src).map_err(io_err("cannot draw"))?;
             // Wait for the first event (in live mode at most a second, to
             // refresh), then drain what is queued so a fast key repeat or
             // wheel does not lag behind.

@@ -5,62 +5,36 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Paragraph, Row, Table};
 use ratatui::Frame;
-use ustack_printer::frame::{format_frame, FrameStyle};
-use ustack_printer::group::{fmt_ts, header, status_note};
-use ustack_stitch::view::GroupDetail;
+use ustack_printer::group::fmt_ts;
 use ustack_stitch::Status;
 
-use crate::app::{App, Focus, Tab};
+use crate::app::{App, Focus, Tab, Viewport};
+use crate::lines::{self, DetailLine};
 
-/// Where things go on a `w` x `h` terminal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
-    /// Header line.
-    pub header: Rect,
-    /// Status / prompt line.
-    pub status: Rect,
-    /// Group list block (groups tab).
-    pub groups: Rect,
-    /// Detail block (groups tab).
-    pub detail: Rect,
-    /// Event list block (events tab).
-    pub events: Rect,
-    /// Event detail block (events tab).
-    pub event_detail: Rect,
-    /// Data rows shown in the group list.
-    pub group_rows: usize,
-    /// Text rows shown in the detail pane.
-    pub detail_rows: usize,
-    /// Data rows shown in the event list.
-    pub event_rows: usize,
-    /// Text rows of the event detail block.
-    pub event_detail_rows: usize,
-}
-
-/// Computes the layout.
-pub fn layout(w: u16, h: u16) -> Layout {
+/// Where things go on a `w` x `h` terminal: the header and status lines,
+/// and the panes of both tabs.
+pub fn layout(w: u16, h: u16) -> (Rect, Rect, Viewport) {
     let header = Rect::new(0, 0, w, h.min(1));
     let status = Rect::new(0, h.saturating_sub(1), w, h.min(1));
     let main_h = h.saturating_sub(2);
-    let main = Rect::new(0, h.min(1), w, main_h);
+    let top = h.min(1);
     let list_h = (main_h / 2).max(6).min(main_h);
-    let groups = Rect::new(0, main.y, w, list_h);
-    let detail = Rect::new(0, main.y + list_h, w, main_h - list_h);
+    let groups = Rect::new(0, top, w, list_h);
+    let detail = Rect::new(0, top + list_h, w, main_h - list_h);
     let elist_h = (main_h * 2 / 3).max(6).min(main_h);
-    let events = Rect::new(0, main.y, w, elist_h);
-    let event_detail = Rect::new(0, main.y + elist_h, w, main_h - elist_h);
-    Layout {
-        header,
-        status,
+    let events = Rect::new(0, top, w, elist_h);
+    let event_detail = Rect::new(0, top + elist_h, w, main_h - elist_h);
+    let vp = Viewport {
         groups,
-        detail,
-        events,
-        event_detail,
         group_rows: list_h.saturating_sub(3) as usize,
+        detail,
         detail_rows: detail.height.saturating_sub(2) as usize,
+        events,
         event_rows: elist_h.saturating_sub(3) as usize,
+        event_detail,
         event_detail_rows: event_detail.height.saturating_sub(2) as usize,
-    }
+    };
+    (header, status, vp)
 }
 
 /// Colour of a status.
@@ -73,11 +47,11 @@ pub fn status_style(s: Status) -> Style {
     }
 }
 
-/// Draws the whole screen.
-pub fn render(f: &mut Frame<'_>, app: &App) {
+/// Draws the whole screen; returns what it showed, for [`App::drawn`].
+pub fn render(f: &mut Frame<'_>, app: &App) -> Viewport {
     let area = f.area();
-    let l = layout(area.width, area.height);
-    render_header(f, app, l.header);
+    let (header, status, l) = layout(area.width, area.height);
+    render_header(f, app, header);
     match app.tab {
         Tab::Groups => {
             render_groups(f, app, l.groups, l.group_rows);
@@ -88,10 +62,11 @@ pub fn render(f: &mut Frame<'_>, app: &App) {
             render_event_detail(f, app, l.event_detail, l.event_detail_rows);
         }
     }
-    render_status(f, app, l.status);
+    render_status(f, app, status);
     if app.show_help {
         render_help(f, area);
     }
+    l
 }
 
 fn render_header(f: &mut Frame<'_>, app: &App, area: Rect) {
@@ -105,19 +80,22 @@ fn render_header(f: &mut Frame<'_>, app: &App, area: Rect) {
             "| {} events | {} groups: {} ok ",
             app.idx.events.len(),
             app.idx.stitched.groups.len(),
-            c[0]
+            c.complete
         )),
-        Span::styled(format!("{} pending ", c[1]), status_style(Status::Pending)),
-        Span::styled(format!("{} lost ", c[2]), status_style(Status::StackLost)),
         Span::styled(
-            format!("{} orphan ", c[3]),
+            format!("{} pending ", c.pending),
+            status_style(Status::Pending),
+        ),
+        Span::styled(format!("{} lost ", c.lost), status_style(Status::StackLost)),
+        Span::styled(
+            format!("{} orphan ", c.orphan),
             status_style(Status::OrphanStack),
         ),
         Span::raw("| drops"),
     ];
-    for &(cpu, n, unknown) in &app.drops {
-        let text = format!(" {cpu}:{n}{}", if unknown { "+" } else { "" });
-        let style = if n > 0 || unknown {
+    for d in &app.drops {
+        let text = format!(" {}:{}{}", d.cpu, d.count, if d.unknown { "+" } else { "" });
+        let style = if d.count > 0 || d.unknown {
             Style::default().fg(Color::Red).add_modifier(Modifier::BOLD)
         } else {
             Style::default()
@@ -203,64 +181,36 @@ fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     f.render_widget(t, area);
 }
 
-/// The styled lines of a group's detail pane.
-pub fn detail_lines(d: &GroupDetail) -> Vec<Line<'static>> {
-    let kstyle = Style::default().fg(Color::Cyan);
-    let ustyle = Style::default().fg(Color::Green);
-    let mut out = vec![Line::styled(
-        header(d, fmt_ts),
-        status_style(d.status).add_modifier(Modifier::BOLD),
-    )];
-    for e in &d.events {
-        out.push(Line::from(vec![
-            Span::raw(format!("{} [{:03}] ", fmt_ts(e.ts), e.cpu)),
-            Span::styled(
-                e.name.clone(),
-                Style::default().add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(format!(": {}", e.info)),
-        ]));
-        for fr in &e.kernel {
-            out.push(Line::styled(
-                format!("    => {}", format_frame(fr, FrameStyle::Kernel)),
-                kstyle,
-            ));
+/// Styles one detail line.
+pub fn styled(l: DetailLine) -> Line<'static> {
+    let bold = Style::default().add_modifier(Modifier::BOLD);
+    match l {
+        DetailLine::Heading { text, status } => {
+            Line::styled(text, status_style(status).add_modifier(Modifier::BOLD))
         }
-    }
-    match d.user {
-        Some(u) => {
-            out.push(Line::styled(
-                format!("{} [{:03}] <user stack>", fmt_ts(u.ts), u.cpu),
-                Style::default().add_modifier(Modifier::BOLD),
-            ));
-            if d.user_frames.is_empty() {
-                out.push(Line::raw("    (empty)"));
+        DetailLine::Note { text, status } => Line::styled(text, status_style(status)),
+        DetailLine::Event { at, name, rest } => {
+            let mut spans = vec![Span::raw(at), Span::styled(name, bold)];
+            if !rest.is_empty() {
+                spans.push(Span::raw(rest));
             }
-            for fr in &d.user_frames {
-                out.push(Line::styled(
-                    format!("    => {}", format_frame(fr, FrameStyle::User)),
-                    ustyle,
-                ));
-            }
+            Line::from(spans)
         }
-        None => out.push(Line::styled(
-            format!(
-                "<no user stack: {}>",
-                status_note(d.status, d.loss_while_open)
-            ),
-            status_style(d.status),
-        )),
+        DetailLine::Kernel(t) => Line::styled(t, Style::default().fg(Color::Cyan)),
+        DetailLine::User(t) => Line::styled(t, Style::default().fg(Color::Green)),
+        DetailLine::Warning(t) => Line::styled(t, Style::default().fg(Color::Red)),
+        DetailLine::Plain(t) => Line::raw(t),
     }
-    out
 }
 
 fn render_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     let focused = app.focus == Focus::Detail;
     let lines: Vec<Line> = match &app.detail {
-        Some((_, d)) => detail_lines(d)
+        Some(d) => lines::group(&d.detail, true)
             .into_iter()
             .skip(app.dscroll)
             .take(rows)
+            .map(styled)
             .collect(),
         None => vec![Line::raw("no group selected")],
     };
@@ -342,70 +292,15 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     f.render_widget(t, area);
 }
 
-/// The lines of the selected event's detail pane.
-pub fn event_detail_lines(app: &App) -> Vec<Line<'static>> {
-    let Some(d) = &app.edetail else {
-        return vec![Line::raw("no event selected")];
-    };
-    let Some(e) = app.idx.events.get(d.seq as usize) else {
-        return Vec::new();
-    };
-    let mut out = vec![Line::from(vec![
-        Span::raw(format!(
-            "#{} {} [{:03}] {}-{} ",
-            d.seq,
-            fmt_ts(e.ts),
-            e.cpu,
-            app.idx.comms.get(e.pid),
-            e.pid
-        )),
-        Span::styled(
-            d.name.clone(),
-            Style::default().add_modifier(Modifier::BOLD),
-        ),
-    ])];
-    if let Some(c) = d.dropped_before {
-        out.push(Line::styled(
-            match c {
-                Some(n) => format!("{n} events dropped on CPU {} just before it", e.cpu),
-                None => format!("events dropped on CPU {} just before it", e.cpu),
-            },
-            Style::default().fg(Color::Red),
-        ));
-    }
-    out.push(Line::raw(d.info.clone()));
-    if let Some(g) = d.group {
-        let grp = &app.idx.stitched.groups[g];
-        let cookie = grp
-            .cookie
-            .map(|c| format!("cookie={c:x}"))
-            .unwrap_or_else(|| "sync".into());
-        out.push(Line::styled(
-            format!(
-                "group: {cookie} {} ({} events) - Enter shows it",
-                grp.status.name(),
-                grp.events.len()
-            ),
-            status_style(grp.status),
-        ));
-    }
-    for fr in &d.kernel {
-        out.push(Line::styled(
-            format!("    => {}", format_frame(fr, FrameStyle::Kernel)),
-            Style::default().fg(Color::Cyan),
-        ));
-    }
-    for fr in &d.user {
-        out.push(Line::styled(
-            format!("    => {}", format_frame(fr, FrameStyle::User)),
-            Style::default().fg(Color::Green),
-        ));
-    }
-    out
-}
-
 fn render_event_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
-    let lines: Vec<Line> = event_detail_lines(app).into_iter().take(rows).collect();
+    let lines: Vec<Line> = match &app.edetail {
+        Some(d) => lines::event(&app.idx, d, true)
+            .into_iter()
+            .take(rows)
+            .map(styled)
+            .collect(),
+        None => vec![Line::raw("no event selected")],
+    };
     f.render_widget(
         Paragraph::new(lines).block(block(" Event ".to_string(), false)),
         area,
@@ -413,10 +308,13 @@ fn render_event_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
 }
 
 fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
-    let line = if let Some((p, text)) = &app.prompt {
+    let line = if let Some(p) = &app.prompt {
         Line::from(vec![
-            Span::styled(p.label(), Style::default().add_modifier(Modifier::BOLD)),
-            Span::raw(text.clone()),
+            Span::styled(
+                p.kind.label(),
+                Style::default().add_modifier(Modifier::BOLD),
+            ),
+            Span::raw(p.text.clone()),
             Span::styled("_", Style::default().add_modifier(Modifier::SLOW_BLINK)),
         ])
     } else if !app.message.is_empty() {

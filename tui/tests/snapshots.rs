@@ -76,7 +76,10 @@ fn groups_view_focused_detail_of_lost_group() {
     // detail pane has the focus, and the detail border is highlighted.
     let (w, h) = app.size;
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
-    term.draw(|fr| ustack_tui::ui::render(fr, &app)).unwrap();
+    term.draw(|fr| {
+        ustack_tui::ui::render(fr, &app);
+    })
+    .unwrap();
     let buf = term.backend().buffer();
     assert_eq!(buf[(1, 4)].fg, Color::Red);
     assert!(buf[(1, 4)].modifier.contains(Modifier::UNDERLINED));

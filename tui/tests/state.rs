@@ -9,7 +9,7 @@ use crossterm::event::{
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
-use ustack_tui::app::{App, Focus, Msg, Prompt, SortKey, Tab};
+use ustack_tui::app::{App, Focus, Msg, Prompt, PromptState, SortKey, StatusCounts, Tab};
 use ustack_tui::keys::map_event;
 use ustack_tui::source::{FileSource, Source};
 
@@ -154,7 +154,13 @@ fn filters_by_pid_comm_event_and_clear() {
     assert_eq!(app.filter.pid, None);
     // The prompt starts from the current value; emptying it clears.
     send(&mut app, &mut src, &[Msg::StartPrompt(Prompt::Event)]);
-    assert_eq!(app.prompt, Some((Prompt::Event, "exi".to_string())));
+    assert_eq!(
+        app.prompt,
+        Some(PromptState {
+            kind: Prompt::Event,
+            text: "exi".to_string()
+        })
+    );
     send(
         &mut app,
         &mut src,
@@ -265,8 +271,16 @@ fn demo_file_statuses_and_drop_header() {
     let f = fixture(Some(300));
     let (app, _src) = open(&f, (120, 30));
     // Every 97th entry loses its stack (3 of 300), the last one is pending.
-    assert_eq!(app.counts, [296, 1, 3, 0]);
-    let drops: u64 = app.drops.iter().map(|d| d.1).sum();
+    assert_eq!(
+        app.counts,
+        StatusCounts {
+            complete: 296,
+            pending: 1,
+            lost: 3,
+            orphan: 0
+        }
+    );
+    let drops: u64 = app.drops.iter().map(|d| d.count).sum();
     assert_eq!(app.idx.losses.len(), 3);
     assert_eq!(
         drops,

@@ -28,17 +28,27 @@ pub fn fixture(demo_groups: Option<usize>) -> Fixture {
     Fixture { _dir: dir, path }
 }
 
-/// Opens the fixture as the TUI does.
+/// Opens the fixture as the TUI does, and draws it once.
 pub fn open(f: &Fixture, size: (u16, u16)) -> (App, FileSource) {
     let (mut app, mut src) = ustack_tui::open(&f.path, None, size).unwrap();
     app.refresh(&mut src);
+    draw(&mut app, &mut src);
     (app, src)
 }
 
-/// Applies messages.
+/// Draws as the TUI's loop does: render, record the viewport, draw again
+/// when it changed.
+pub fn draw(app: &mut App, src: &mut dyn Source) {
+    let (w, h) = app.size;
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    ustack_tui::draw(&mut term, app, src).unwrap();
+}
+
+/// Applies messages, drawing after each as the TUI does.
 pub fn send(app: &mut App, src: &mut dyn Source, msgs: &[Msg]) {
     for m in msgs {
         app.update(m.clone(), src);
+        draw(app, src);
     }
 }
 
@@ -55,7 +65,10 @@ pub fn type_in(kind: Prompt, text: &str) -> Vec<Msg> {
 pub fn screen(app: &App) -> Vec<String> {
     let (w, h) = app.size;
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| ustack_tui::ui::render(f, app)).unwrap();
+    term.draw(|f| {
+        ustack_tui::ui::render(f, app);
+    })
+    .unwrap();
     let buf = term.backend().buffer().clone();
     let mut out = Vec::new();
     for y in 0..h {
