@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 
+use ustack_stitch::stitcher::StackId;
 use ustack_stitch::symbols::Frame;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
@@ -16,8 +17,10 @@ use ustack_stitch::Status;
 
 use ratatui::layout::Rect;
 
+pub use crate::filter::{Filter, TextMatch};
 use crate::lines;
 use crate::source::Source;
+use crate::tree::{CallTree, TreeFrame};
 
 /// Which list is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +29,28 @@ pub enum Tab {
     Groups,
     /// Every event in time order.
     Events,
+    /// The stacks of the visible groups merged into a call tree.
+    Tree,
 }
 
-/// Which pane of the groups tab gets the movement keys.
+impl Tab {
+    /// The tab after this one.
+    pub fn next(self) -> Tab {
+        match self {
+            Tab::Groups => Tab::Events,
+            Tab::Events => Tab::Tree,
+            Tab::Tree => Tab::Groups,
+        }
+    }
+}
+
+/// Which pane of the groups or events tab gets the movement keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Focus {
     /// The list.
     List,
-    /// The detail pane (scrolls).
+    /// The detail pane (scrolls): the selected group's, or the selected
+    /// event's frames.
     Detail,
 }
 
@@ -91,7 +108,7 @@ pub enum Prompt {
     Search,
     /// `p`: filter by pid.
     Pid,
-    /// `c`: filter by command name (substring).
+    /// `c`: filter by command name (exact; `~text`: contains).
     Comm,
     /// `e`: filter by event name (substring).
     Event,
@@ -103,42 +120,9 @@ impl Prompt {
         match self {
             Prompt::Search => "/",
             Prompt::Pid => "filter pid: ",
-            Prompt::Comm => "filter comm: ",
+            Prompt::Comm => "filter comm (~ for substring): ",
             Prompt::Event => "filter event: ",
         }
-    }
-}
-
-/// Active filters (all must match).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Filter {
-    /// Only this pid.
-    pub pid: Option<i32>,
-    /// Command name contains this.
-    pub comm: Option<String>,
-    /// Event name contains this.
-    pub event: Option<String>,
-}
-
-impl Filter {
-    /// True when no filter is set.
-    pub fn is_empty(&self) -> bool {
-        self.pid.is_none() && self.comm.is_none() && self.event.is_none()
-    }
-
-    /// Short description, e.g. `pid=5 comm~nginx`.
-    pub fn describe(&self) -> String {
-        let mut v = Vec::new();
-        if let Some(p) = self.pid {
-            v.push(format!("pid={p}"));
-        }
-        if let Some(c) = &self.comm {
-            v.push(format!("comm~{c}"));
-        }
-        if let Some(e) = &self.event {
-            v.push(format!("event~{e}"));
-        }
-        v.join(" ")
     }
 }
 
@@ -235,6 +219,10 @@ pub struct Viewport {
     pub event_detail: Rect,
     /// Text rows of the event detail block.
     pub event_detail_rows: usize,
+    /// Call tree block.
+    pub tree: Rect,
+    /// Data rows of the call tree.
+    pub tree_rows: usize,
 }
 
 /// No group: the value of [`App::group_of_event`] for an event in none.
@@ -293,6 +281,12 @@ pub enum Msg {
     SearchPrev,
     /// Clear every filter.
     ClearFilters,
+    /// Show or hide tracing-internal kernel frames.
+    ToggleInternal,
+    /// Call tree: switch between top-down and bottom-up.
+    ToggleDirection,
+    /// Call tree: expand the selected node and everything below it.
+    ExpandAll,
     /// Left click at (column, row): selects the row under it, or focuses
     /// the pane.
     Click(u16, u16),
@@ -343,6 +337,21 @@ pub struct App {
     pub eoff: usize,
     /// Detail pane scroll.
     pub dscroll: usize,
+    /// Event detail pane scroll (events tab, frames of a stack row).
+    pub edscroll: usize,
+    /// Show tracing-internal kernel frames (`trace_event_raw_event_*`, the
+    /// ftrace callbacks); hidden by default.
+    pub show_internal: bool,
+    /// The call tree of the visible groups, built when first shown and
+    /// dropped when what it is built from changes.
+    pub tree: Option<CallTree>,
+    /// Build the call tree bottom-up.
+    pub bottom_up: bool,
+    /// Selected row of the call tree.
+    pub tsel: usize,
+    /// First shown row of the call tree.
+    pub toff: usize,
+
     /// Terminal size, as last reported (live mode reopens with it).
     pub size: (u16, u16),
     /// What the last draw showed.
@@ -443,6 +452,12 @@ impl App {
             esel: 0,
             eoff: 0,
             dscroll: 0,
+            edscroll: 0,
+            show_internal: false,
+            tree: None,
+            bottom_up: false,
+            tsel: 0,
+            toff: 0,
             size,
             viewport: Viewport::default(),
             depth,
@@ -488,7 +503,7 @@ impl App {
             .map(|&g| g as usize)
     }
 
-    fn comm_of(&self, pid: i32) -> &str {
+    pub(crate) fn comm_of(&self, pid: i32) -> &str {
         self.idx.comms.get(pid)
     }
 
@@ -499,7 +514,7 @@ impl App {
                 .filter
                 .comm
                 .as_ref()
-                .is_none_or(|c| self.comm_of(pid).contains(c.as_str()))
+                .is_none_or(|c| c.matches(self.comm_of(pid)))
     }
 
     /// Whether an event of format `id` passes the event name filter.
@@ -563,6 +578,7 @@ impl App {
             })
             .unwrap_or(0);
         self.dscroll = 0;
+        self.tree = None;
     }
 
     fn sort_groups(&self, groups: &mut [u32]) {
@@ -588,9 +604,12 @@ impl App {
 
     fn list_rows(&self) -> usize {
         let v = &self.viewport;
-        match self.tab {
-            Tab::Groups => v.group_rows,
-            Tab::Events => v.event_rows,
+        match (self.tab, self.focus) {
+            (Tab::Groups, Focus::Detail) => v.detail_rows,
+            (Tab::Groups, Focus::List) => v.group_rows,
+            (Tab::Events, Focus::Detail) => v.event_detail_rows,
+            (Tab::Events, Focus::List) => v.event_rows,
+            (Tab::Tree, _) => v.tree_rows,
         }
         .max(1)
     }
@@ -605,16 +624,29 @@ impl App {
                 self.dscroll = (self.dscroll as isize + delta).clamp(0, max as isize) as usize;
                 return;
             }
+            (Tab::Events, Focus::Detail) => {
+                let lines = self.event_detail_lines();
+                let page = self.viewport.event_detail_rows.max(1);
+                let max = lines.saturating_sub(page);
+                self.edscroll = (self.edscroll as isize + delta).clamp(0, max as isize) as usize;
+                return;
+            }
             (Tab::Groups, Focus::List) => (&mut self.gsel, self.groups.len()),
-            (Tab::Events, _) => (&mut self.esel, ecount),
+            (Tab::Events, Focus::List) => (&mut self.esel, ecount),
+            (Tab::Tree, _) => {
+                let n = self.tree.as_ref().map_or(0, |t| t.rows.len());
+                (&mut self.tsel, n)
+            }
         };
         if len == 0 {
             *sel = 0;
             return;
         }
         *sel = (*sel as isize + delta).clamp(0, len as isize - 1) as usize;
-        if self.tab == Tab::Groups {
-            self.dscroll = 0;
+        match self.tab {
+            Tab::Groups => self.dscroll = 0,
+            Tab::Events => self.edscroll = 0,
+            Tab::Tree => {}
         }
     }
 
@@ -622,7 +654,15 @@ impl App {
     pub fn detail_lines(&self) -> usize {
         self.detail
             .as_ref()
-            .map(|d| lines::group(&d.detail, true).len())
+            .map(|d| lines::group(&d.detail, self.show_internal).len())
+            .unwrap_or(0)
+    }
+
+    /// Number of lines of the event detail pane.
+    pub fn event_detail_lines(&self) -> usize {
+        self.edetail
+            .as_ref()
+            .map(|d| lines::event(&self.idx, d, self.show_internal).len())
             .unwrap_or(0)
     }
 
@@ -676,27 +716,30 @@ impl App {
             Msg::HalfDown => self.move_sel((rows / 2).max(1)),
             Msg::Top => self.move_sel(isize::MIN / 2),
             Msg::Bottom => self.move_sel(isize::MAX / 2),
-            Msg::NextTab => {
-                self.tab = match self.tab {
-                    Tab::Groups => Tab::Events,
-                    Tab::Events => Tab::Groups,
-                };
-            }
-            Msg::ShowTab(t) => self.tab = t,
-            Msg::FocusDetail => {
-                if self.tab == Tab::Groups {
-                    self.focus = Focus::Detail;
-                }
-            }
-            Msg::FocusList => self.focus = Focus::List,
-            Msg::Enter => match self.tab {
-                Tab::Groups => {
-                    self.focus = match self.focus {
-                        Focus::List => Focus::Detail,
-                        Focus::Detail => Focus::List,
+            Msg::NextTab => self.show_tab(self.tab.next()),
+            Msg::ShowTab(t) => self.show_tab(t),
+            Msg::FocusDetail => match self.tab {
+                Tab::Groups => self.focus = Focus::Detail,
+                Tab::Events => {
+                    if self.selected_is_stack() {
+                        self.focus = Focus::Detail;
                     }
                 }
-                Tab::Events => self.jump_to_group(),
+                Tab::Tree => self.tree_expand(true),
+            },
+            Msg::FocusList => match self.tab {
+                Tab::Tree => self.tree_expand(false),
+                _ => self.focus = Focus::List,
+            },
+            Msg::Enter => match (self.tab, self.focus) {
+                (Tab::Groups, Focus::List) => self.focus = Focus::Detail,
+                (Tab::Groups, Focus::Detail) => self.focus = Focus::List,
+                (Tab::Events, Focus::List) if self.selected_is_stack() => {
+                    self.focus = Focus::Detail;
+                    self.edscroll = 0;
+                }
+                (Tab::Events, _) => self.jump_to_group(),
+                (Tab::Tree, _) => self.tree_toggle(),
             },
             Msg::Back => {
                 if self.focus == Focus::Detail {
@@ -729,7 +772,12 @@ impl App {
                 let init = match p {
                     Prompt::Search => String::new(),
                     Prompt::Pid => self.filter.pid.map(|p| p.to_string()).unwrap_or_default(),
-                    Prompt::Comm => self.filter.comm.clone().unwrap_or_default(),
+                    Prompt::Comm => self
+                        .filter
+                        .comm
+                        .as_ref()
+                        .map(TextMatch::prompt_text)
+                        .unwrap_or_default(),
                     Prompt::Event => self.filter.event.clone().unwrap_or_default(),
                 };
                 self.prompt = Some(PromptState {
@@ -743,6 +791,41 @@ impl App {
                 self.filter = Filter::default();
                 self.apply_filter();
                 self.message = "filters cleared".into();
+            }
+            Msg::ToggleInternal => {
+                self.show_internal = !self.show_internal;
+                self.tree = None;
+                self.dscroll = 0;
+                self.edscroll = 0;
+                self.message = format!(
+                    "tracing-internal kernel frames {}",
+                    if self.show_internal {
+                        "shown"
+                    } else {
+                        "hidden"
+                    }
+                );
+            }
+            Msg::ToggleDirection => {
+                self.bottom_up = !self.bottom_up;
+                self.tree = None;
+                self.tsel = 0;
+                self.toff = 0;
+                self.message = format!(
+                    "call tree {}",
+                    if self.bottom_up {
+                        "bottom-up"
+                    } else {
+                        "top-down"
+                    }
+                );
+            }
+            Msg::ExpandAll => {
+                if let Some(t) = &mut self.tree {
+                    if let Some(r) = t.rows.get(self.tsel) {
+                        t.expand_all(r.node);
+                    }
+                }
             }
             Msg::Click(x, y) => self.click(x, y),
             Msg::Resize(w, h) => self.size = (w, h),
@@ -810,7 +893,7 @@ impl App {
                 self.after_filter();
             }
             Prompt::Comm => {
-                self.filter.comm = (!text.is_empty()).then_some(text);
+                self.filter.comm = TextMatch::parse(&text);
                 self.after_filter();
             }
             Prompt::Event => {
@@ -842,77 +925,13 @@ impl App {
             Some(g) => match self.groups.iter().position(|&x| x as usize == g) {
                 Some(row) => {
                     self.gsel = row;
-                    self.tab = Tab::Groups;
-                    self.focus = Focus::List;
+                    self.show_tab(Tab::Groups);
                     self.dscroll = 0;
                 }
                 None => self.message = "its group is hidden by the filter".into(),
             },
             None => self.message = "this event is in no group".into(),
         }
-    }
-
-    fn group_text_matches(&self, g: usize, pat: &str) -> bool {
-        let grp = &self.idx.stitched.groups[g];
-        let comm = self.comm_of(grp.pid);
-        comm.contains(pat)
-            || grp.pid.to_string() == pat
-            || grp.cookie.is_some_and(|c| format!("{c:x}").contains(pat))
-            || grp.status.name().contains(pat)
-            || grp
-                .events
-                .iter()
-                .any(|e| self.idx.event_name(e.seq).contains(pat))
-    }
-
-    fn search_step(&mut self, forward: bool, src: &mut dyn Source) {
-        let Some(pat) = self.search.clone() else {
-            self.message = "no search: press / first".into();
-            return;
-        };
-        let (len, cur) = match self.tab {
-            Tab::Groups => (self.groups.len(), self.gsel),
-            Tab::Events => (self.event_count(), self.esel),
-        };
-        if len == 0 {
-            self.message = format!("not found: {pat}");
-            return;
-        }
-        for step in 1..=len {
-            let row = if forward {
-                (cur + step) % len
-            } else {
-                (cur + len - step % len) % len
-            };
-            let hit = match self.tab {
-                Tab::Groups => self.group_text_matches(self.groups[row] as usize, &pat),
-                Tab::Events => {
-                    let seq = self.event_at(row).unwrap_or(0);
-                    let e = self.idx.events[seq as usize];
-                    self.comm_of(e.pid).contains(pat.as_str())
-                        || e.pid.to_string() == pat
-                        || self.idx.event_name(seq).contains(pat.as_str())
-                        || src.event_text(&self.idx, seq).1.contains(pat.as_str())
-                }
-            };
-            if hit {
-                match self.tab {
-                    Tab::Groups => {
-                        self.gsel = row;
-                        self.dscroll = 0;
-                    }
-                    Tab::Events => self.esel = row,
-                }
-                let wrapped = if forward { row <= cur } else { row >= cur };
-                self.message = format!(
-                    "/{pat}: row {}{}",
-                    row + 1,
-                    if wrapped { " (wrapped)" } else { "" }
-                );
-                return;
-            }
-        }
-        self.message = format!("not found: {pat}");
     }
 
     /// Keeps the selections visible and fills the caches the next render
@@ -924,6 +943,14 @@ impl App {
         self.esel = self.esel.min(self.event_count().saturating_sub(1));
         self.goff = scroll_to(self.goff, self.gsel, gr, self.groups.len());
         self.eoff = scroll_to(self.eoff, self.esel, er, self.event_count());
+        if self.tab == Tab::Tree {
+            if self.tree.is_none() {
+                self.tree = Some(self.build_tree(src));
+            }
+            let n = self.tree.as_ref().map_or(0, |t| t.rows.len());
+            self.tsel = self.tsel.min(n.saturating_sub(1));
+            self.toff = scroll_to(self.toff, self.tsel, v.tree_rows.max(1), n);
+        }
         // Detail of the selected group.
         match self.selected_group() {
             Some(g) if self.detail.as_ref().map(|d| d.group) != Some(g) => {
@@ -942,6 +969,10 @@ impl App {
         } else if self.edetail.as_ref().map(|d| d.seq) != esel {
             let seq = esel.unwrap_or(0);
             self.edetail = Some(self.event_detail(seq, src));
+            self.edscroll = 0;
+            if !self.selected_is_stack() {
+                self.focus = Focus::List;
+            }
         }
         // Field text of the events on screen (only in the events tab).
         if self.tab == Tab::Events {
@@ -963,7 +994,10 @@ impl App {
     fn event_detail(&self, seq: u64, src: &mut dyn Source) -> EventDetail {
         let (name, info) = src.event_text(&self.idx, seq);
         let st = &self.idx.stitched;
-        let kernel = match st.kernel_stack_of(seq) {
+        let kernel = match st
+            .kernel_stack_of(seq)
+            .or_else(|| self.kernel_stack_record_of(seq))
+        {
             Some(k) => src.kernel_frames(st.stacks.get(k)),
             None => Vec::new(),
         };
@@ -991,6 +1025,91 @@ impl App {
         }
     }
 
+    /// Shows tab `t`, with the focus on its list.
+    fn show_tab(&mut self, t: Tab) {
+        self.tab = t;
+        self.focus = Focus::List;
+    }
+
+    /// Whether the selected row of the events tab is a stack record
+    /// (`kernel_stack`, `user_stack`, `user_unwind_stack`): Enter then
+    /// shows its frames.
+    pub fn selected_is_stack(&self) -> bool {
+        self.event_at(self.esel).is_some_and(|seq| {
+            let n = self.idx.event_name(seq);
+            let n = n.rsplit(':').next().unwrap_or("");
+            matches!(n, "kernel_stack" | "user_stack" | "user_unwind_stack")
+        })
+    }
+
+    /// The stack a `kernel_stack` record `seq` holds: the stitcher files
+    /// it under the event it follows on the same CPU.
+    pub(crate) fn kernel_stack_record_of(&self, seq: u64) -> Option<StackId> {
+        let e = self.idx.events.get(seq as usize)?;
+        if !self.idx.event_name(seq).ends_with("kernel_stack") {
+            return None;
+        }
+        // The event is the previous record of that CPU; other CPUs'
+        // records may come in between.
+        (0..seq)
+            .rev()
+            .find(|&s| self.idx.events[s as usize].cpu == e.cpu)
+            .and_then(|s| self.idx.stitched.kernel_stack_of(s))
+    }
+
+    /// The stacks of the visible groups, symbolized, outermost frame first:
+    /// the user stack, then the kernel stack of the group's first event
+    /// that has one.
+    fn build_tree(&self, src: &mut dyn Source) -> CallTree {
+        let st = &self.idx.stitched;
+        let stacks = self.groups.iter().map(|&g| {
+            let grp = &st.groups[g as usize];
+            let mut frames: Vec<TreeFrame> = Vec::new();
+            if let Some(u) = grp.user_stack {
+                let fs = src.user_frames(grp.pid, st.stacks.get(u.stack));
+                frames.extend(fs.iter().rev().map(|f| (tree_label(f), false)));
+            }
+            if let Some(k) = grp.events.iter().find_map(|e| e.kernel_stack) {
+                let fs = src.kernel_frames(st.stacks.get(k));
+                frames.extend(
+                    lines::shown(&fs, self.show_internal)
+                        .rev()
+                        .map(|f| (tree_label(f), true)),
+                );
+            }
+            frames
+        });
+        let stacks: Vec<Vec<TreeFrame>> = stacks.collect();
+        CallTree::build(stacks, self.bottom_up)
+    }
+
+    /// Enter on a tree row: expands or collapses it.
+    fn tree_toggle(&mut self) {
+        let Some(t) = &mut self.tree else { return };
+        let Some(r) = t.rows.get(self.tsel).copied() else {
+            return;
+        };
+        let open = t.node(r.node).expanded;
+        t.set_expanded(r.node, !open);
+    }
+
+    /// Right / left on a tree row: expands it; collapses it, or when it is
+    /// collapsed already, moves to its parent.
+    fn tree_expand(&mut self, expand: bool) {
+        let Some(t) = &mut self.tree else { return };
+        let Some(r) = t.rows.get(self.tsel).copied() else {
+            return;
+        };
+        let node = t.node(r.node);
+        if expand || (node.expanded && !node.children.is_empty()) {
+            t.set_expanded(r.node, expand);
+        } else if node.parent != 0 {
+            if let Some(row) = t.row_of(node.parent) {
+                self.tsel = row;
+            }
+        }
+    }
+
     /// Carries the user's view (tab, focus, sort, filters, search, prompt,
     /// help, message, selections) over from `old`, the state of a previous
     /// snapshot of the same, growing trace. The selected group is found
@@ -999,6 +1118,10 @@ impl App {
     pub fn carry_over(&mut self, old: &App) {
         self.tab = old.tab;
         self.focus = old.focus;
+        self.show_internal = old.show_internal;
+        self.bottom_up = old.bottom_up;
+        self.tsel = old.tsel;
+        self.toff = old.toff;
         self.sort = old.sort;
         self.sort_rev = old.sort_rev;
         self.filter = old.filter.clone();
@@ -1033,6 +1156,16 @@ impl App {
         } else {
             0
         };
+    }
+}
+
+/// A frame's node name in the call tree: its function, or its address and
+/// object when it has no symbol (so that unknown functions stay apart).
+fn tree_label(f: &Frame) -> String {
+    match (&f.symbol, &f.object) {
+        (Some(s), _) => s.clone(),
+        (None, Some(o)) => format!("{:#x} [{}]", f.addr, o.rsplit('/').next().unwrap_or(o)),
+        (None, None) => format!("{:#x}", f.addr),
     }
 }
 

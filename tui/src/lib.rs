@@ -20,9 +20,12 @@
 //! a million events opens as fast as it can be indexed.
 
 pub mod app;
+mod filter;
 pub mod keys;
 pub mod lines;
+mod search;
 pub mod source;
+pub mod tree;
 pub mod ui;
 
 use std::io;

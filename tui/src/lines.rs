@@ -79,7 +79,7 @@ pub fn is_tracing_internal(f: &Frame) -> bool {
 
 /// The frames of `frames` to show: all of them with `internal`, else those
 /// that are not [`is_tracing_internal`].
-pub fn shown(frames: &[Frame], internal: bool) -> impl Iterator<Item = &Frame> {
+pub fn shown(frames: &[Frame], internal: bool) -> impl DoubleEndedIterator<Item = &Frame> {
     frames
         .iter()
         .filter(move |f| internal || !is_tracing_internal(f))

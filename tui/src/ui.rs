@@ -24,6 +24,7 @@ pub fn layout(w: u16, h: u16) -> (Rect, Rect, Viewport) {
     let elist_h = (main_h * 2 / 3).max(6).min(main_h);
     let events = Rect::new(0, top, w, elist_h);
     let event_detail = Rect::new(0, top + elist_h, w, main_h - elist_h);
+    let tree = Rect::new(0, top, w, main_h);
     let vp = Viewport {
         groups,
         group_rows: list_h.saturating_sub(3) as usize,
@@ -33,8 +34,21 @@ pub fn layout(w: u16, h: u16) -> (Rect, Rect, Viewport) {
         event_rows: elist_h.saturating_sub(3) as usize,
         event_detail,
         event_detail_rows: event_detail.height.saturating_sub(2) as usize,
+        tree,
+        tree_rows: main_h.saturating_sub(3) as usize,
     };
     (header, status, vp)
+}
+
+/// The style of a selected row: reversed colours, bold while its list
+/// has the focus.
+fn selected(style: Style, focused: bool) -> Style {
+    let s = style.add_modifier(Modifier::REVERSED);
+    if focused {
+        s.add_modifier(Modifier::BOLD)
+    } else {
+        s
+    }
 }
 
 /// Colour of a status.
@@ -61,6 +75,7 @@ pub fn render(f: &mut Frame<'_>, app: &App) -> Viewport {
             render_events(f, app, l.events, l.event_rows);
             render_event_detail(f, app, l.event_detail, l.event_detail_rows);
         }
+        Tab::Tree => render_tree(f, app, l.tree, l.tree_rows),
     }
     render_status(f, app, status);
     if app.show_help {
@@ -148,11 +163,7 @@ fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
                 .unwrap_or_else(|| "sync".into());
             let mut style = status_style(grp.status);
             if row == app.gsel {
-                style = style.add_modifier(if focused {
-                    Modifier::REVERSED
-                } else {
-                    Modifier::UNDERLINED
-                });
+                style = selected(style, focused);
             }
             Row::new(vec![
                 Cell::from(fmt_ts(grp.first_ts)),
@@ -206,7 +217,7 @@ pub fn styled(l: DetailLine) -> Line<'static> {
 fn render_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     let focused = app.focus == Focus::Detail;
     let lines: Vec<Line> = match &app.detail {
-        Some(d) => lines::group(&d.detail, true)
+        Some(d) => lines::group(&d.detail, app.show_internal)
             .into_iter()
             .skip(app.dscroll)
             .take(rows)
@@ -263,7 +274,7 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
                 style = status_style(app.idx.stitched.groups[g].status);
             }
             if row == app.esel {
-                style = style.add_modifier(Modifier::REVERSED);
+                style = selected(style, app.focus == Focus::List);
             }
             Row::new(vec![
                 Cell::from(fmt_ts(e.ts)),
@@ -288,23 +299,98 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     ];
     let t = Table::new(data, widths)
         .header(header)
-        .block(block(title, true));
+        .block(block(title, app.focus == Focus::List));
     f.render_widget(t, area);
 }
 
 fn render_event_detail(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let focused = app.focus == Focus::Detail;
     let lines: Vec<Line> = match &app.edetail {
-        Some(d) => lines::event(&app.idx, d, true)
+        Some(d) => lines::event(&app.idx, d, app.show_internal)
             .into_iter()
+            .skip(app.edscroll)
             .take(rows)
             .map(styled)
             .collect(),
         None => vec![Line::raw("no event selected")],
     };
-    f.render_widget(
-        Paragraph::new(lines).block(block(" Event ".to_string(), false)),
-        area,
+    let total = app.event_detail_lines();
+    let title = match (focused, total > rows) {
+        (true, true) => format!(
+            " Frames {}-{}/{} (Esc: back) ",
+            app.edscroll + 1,
+            (app.edscroll + rows).min(total),
+            total
+        ),
+        (true, false) => " Frames (Esc: back) ".to_string(),
+        (false, _) if app.selected_is_stack() => " Event (Enter: frames) ".to_string(),
+        (false, _) => " Event ".to_string(),
+    };
+    f.render_widget(Paragraph::new(lines).block(block(title, focused)), area);
+}
+
+fn render_tree(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
+    let Some(t) = &app.tree else {
+        f.render_widget(
+            Paragraph::new("no stacks").block(block(String::new(), true)),
+            area,
+        );
+        return;
+    };
+    let title = format!(
+        " Call tree, {} | {} stacks of {} groups {}",
+        if t.bottom_up { "bottom-up" } else { "top-down" },
+        t.total,
+        t.groups,
+        if app.filter.is_empty() {
+            String::new()
+        } else {
+            format!("| filter: {} ", app.filter.describe())
+        }
     );
+    let header = Row::new(["TOTAL", "COUNT", "SELF", "FUNCTION"])
+        .style(Style::default().add_modifier(Modifier::BOLD));
+    let data: Vec<Row> = t
+        .rows
+        .iter()
+        .enumerate()
+        .skip(app.toff)
+        .take(rows)
+        .map(|(row, r)| {
+            let n = t.node(r.node);
+            let mark = match (n.children.is_empty(), n.expanded) {
+                (true, _) => "  ",
+                (false, true) => "- ",
+                (false, false) => "+ ",
+            };
+            let indent = "  ".repeat(r.depth as usize);
+            let colour = if n.kernel { Color::Cyan } else { Color::Green };
+            let mut style = Style::default();
+            if row == app.tsel {
+                style = selected(style, true);
+            }
+            Row::new(vec![
+                Cell::from(format!("{:6.2}%", t.percent(n.count))),
+                Cell::from(n.count.to_string()),
+                Cell::from(n.self_count.to_string()),
+                Cell::from(Line::from(vec![
+                    Span::raw(format!("{indent}{mark}")),
+                    Span::styled(n.name.clone(), Style::default().fg(colour)),
+                ])),
+            ])
+            .style(style)
+        })
+        .collect();
+    let widths = [
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Length(8),
+        Constraint::Min(10),
+    ];
+    let table = Table::new(data, widths)
+        .header(header)
+        .block(block(title, true));
+    f.render_widget(table, area);
 }
 
 fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
@@ -325,7 +411,10 @@ fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
                 "Tab events  j/k move  Enter detail  / search  n/N  p/c/e filter  x clear  s/S sort  ? help  q quit"
             }
             Tab::Events => {
-                "Tab groups  j/k move  Enter group  / search  n/N  p/c/e filter  x clear  ? help  q quit"
+                "Tab tree  j/k move  Enter group/frames  / search  n/N  p/c/e filter  x clear  ? help  q quit"
+            }
+            Tab::Tree => {
+                "Tab groups  j/k move  Enter/l/h expand/collapse  E all  b bottom-up  / search  i internal  q quit"
             }
         })
     };
@@ -338,11 +427,13 @@ pub const HELP: &[&str] = &[
     "Ctrl-d / Ctrl-u      half page down / up",
     "PgDn / PgUp, Space   page down / up",
     "g / G, Home / End    first / last",
-    "Tab, 1 / 2           groups / events",
-    "Enter                groups: detail pane; events: its group",
-    "l / h, Right / Left  focus detail / list",
+    "Tab, 1 / 2 / 3       groups / events / call tree",
+    "Enter                groups: detail; events: frames or group",
+    "l / h, Right / Left  focus detail / list; tree: open / close",
+    "b  E                 tree: bottom-up / top-down; expand all",
+    "i                    show / hide tracing-internal frames",
     "/  n  N              search, next, previous match",
-    "p  c  e              filter by pid, comm, event (empty: off)",
+    "p  c  e              filter pid, comm (~x: contains), event",
     "x                    clear filters",
     "s / S                sort by next column / reverse",
     "mouse                wheel scrolls, click selects",

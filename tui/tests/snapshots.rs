@@ -48,7 +48,7 @@ fn groups_screen() -> String {
     )
 }
 const EVENTS_HINT: &str =
-    "Tab groups  j/k move  Enter group  / search  n/N  p/c/e filter  x clear  ? help  q quit\n";
+    "Tab tree  j/k move  Enter group/frames  / search  n/N  p/c/e filter  x clear  ? help  q quit\n";
 
 #[test]
 fn groups_view_with_detail_of_first_group() {
@@ -72,8 +72,9 @@ fn groups_view_focused_detail_of_lost_group() {
         groups_top()
     );
     assert_eq!(screen_text(&app), want);
-    // Styles: the lost group is red, the selection is underlined while the
-    // detail pane has the focus, and the detail border is highlighted.
+    // Styles: the lost group is red, the selection keeps its reversed
+    // colours (not bold) while the detail pane has the focus, and the
+    // detail border is highlighted.
     let (w, h) = app.size;
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
     term.draw(|fr| {
@@ -82,9 +83,9 @@ fn groups_view_focused_detail_of_lost_group() {
     .unwrap();
     let buf = term.backend().buffer();
     assert_eq!(buf[(1, 4)].fg, Color::Red);
-    assert!(buf[(1, 4)].modifier.contains(Modifier::UNDERLINED));
+    assert_eq!(buf[(1, 4)].modifier, Modifier::REVERSED);
     assert_eq!(buf[(1, 3)].fg, Color::Reset);
-    assert!(!buf[(1, 3)].modifier.contains(Modifier::UNDERLINED));
+    assert_eq!(buf[(1, 3)].modifier, Modifier::empty());
     assert_eq!(buf[(0, 12)].fg, Color::Cyan);
     assert_eq!(buf[(0, 1)].fg, Color::Reset);
 }
@@ -140,7 +141,7 @@ fn event_detail_of_a_user_stack_record_after_a_drop() {
     assert_eq!(
         lines[15..22].join("\n"),
         "\
-┌ Event ───────────────────────────────────────────────────────────────────────────────────────────┐
+┌ Event (Enter: frames) ───────────────────────────────────────────────────────────────────────────┐
 │#7 0.000003 [001] app-100 user_unwind_stack                                                       │
 │9 events dropped on CPU 1 just before it                                                          │
 │cookie=0x300000001 stack={0x555500001234,0x555500005678}                                          │
@@ -148,7 +149,10 @@ fn event_detail_of_a_user_stack_record_after_a_drop() {
 │    => 555500001234 /nonexistent/app                                                              │
 │    => 555500005678 /nonexistent/app                                                              │"
     );
-    // Enter on the stack record shows its group.
+    // Enter on the stack record focuses its frames, Enter again shows its
+    // group.
+    send(&mut app, &mut src, &[Msg::Enter]);
+    assert_eq!(app.tab, Tab::Events);
     send(&mut app, &mut src, &[Msg::Enter]);
     assert_eq!(app.tab, Tab::Groups);
     assert_eq!(app.selected_group(), Some(0));
@@ -162,25 +166,25 @@ fn help_overlay() {
     let want = format!(
         "{HEADER}\
 ┌ Groups 3/3 | sort: time^ ────────────────────────────────────────────────────────────────────────┐
-│TIME            PID     COMM             COOKIE       EVENTS DEPTH STATUS                         │
-│0.000001        1┌ Help (any key closes) ───────────────────────────────────────┐                 │
-│0.000001        2│j / k, Down / Up     move (detail pane: scroll)               │                 │
-│0.000004        1│Ctrl-d / Ctrl-u      half page down / up                      │                 │
-│                 │PgDn / PgUp, Space   page down / up                           │                 │
+│TIME            P┌ Help (any key closes) ───────────────────────────────────────┐                 │
+│0.000001        1│j / k, Down / Up     move (detail pane: scroll)               │                 │
+│0.000001        2│Ctrl-d / Ctrl-u      half page down / up                      │                 │
+│0.000004        1│PgDn / PgUp, Space   page down / up                           │                 │
 │                 │g / G, Home / End    first / last                             │                 │
-│                 │Tab, 1 / 2           groups / events                          │                 │
-│                 │Enter                groups: detail pane; events: its group   │                 │
-│                 │l / h, Right / Left  focus detail / list                      │                 │
-└─────────────────│/  n  N              search, next, previous match             │─────────────────┘
-┌ Detail ─────────│p  c  e              filter by pid, comm, event (empty: off)  │─────────────────┐
-│app-100 cookie=30│x                    clear filters                            │le open)         │
-│0.000001 [000] sy│s / S                sort by next column / reverse            │                 │
-│    => __x64_sys_│mouse                wheel scrolls, click selects             │                 │
-│    => do_syscall│Esc                  back;  q, Ctrl-c: quit                   │                 │
-│0.000002 [000] sy│                                                              │                 │
-│0.000003 [001] <u│Colours: pending yellow, stack lost red, orphan stack magenta │                 │
-│    => 5555000012└──────────────────────────────────────────────────────────────┘                 │
-│    => 555500005678 /nonexistent/app                                                              │
+│                 │Tab, 1 / 2 / 3       groups / events / call tree              │                 │
+│                 │Enter                groups: detail; events: frames or group  │                 │
+│                 │l / h, Right / Left  focus detail / list; tree: open / close  │                 │
+│                 │b  E                 tree: bottom-up / top-down; expand all   │                 │
+└─────────────────│i                    show / hide tracing-internal frames      │─────────────────┘
+┌ Detail ─────────│/  n  N              search, next, previous match             │─────────────────┐
+│app-100 cookie=30│p  c  e              filter pid, comm (~x: contains), event   │le open)         │
+│0.000001 [000] sy│x                    clear filters                            │                 │
+│    => __x64_sys_│s / S                sort by next column / reverse            │                 │
+│    => do_syscall│mouse                wheel scrolls, click selects             │                 │
+│0.000002 [000] sy│Esc                  back;  q, Ctrl-c: quit                   │                 │
+│0.000003 [001] <u│                                                              │                 │
+│    => 5555000012│Colours: pending yellow, stack lost red, orphan stack magenta │                 │
+│    => 5555000056└──────────────────────────────────────────────────────────────┘                 │
 {EMPTY}{BOTTOM}{GROUPS_HINT}"
     );
     assert_eq!(screen_text(&app), want);

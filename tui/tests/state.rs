@@ -9,7 +9,9 @@ use crossterm::event::{
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
-use ustack_tui::app::{App, Focus, Msg, Prompt, PromptState, SortKey, StatusCounts, Tab};
+use ustack_tui::app::{
+    App, Focus, Msg, Prompt, PromptState, SortKey, StatusCounts, Tab, TextMatch,
+};
 use ustack_tui::keys::map_event;
 use ustack_tui::source::{FileSource, Source};
 
@@ -135,11 +137,21 @@ fn sort_by_columns_and_reverse() {
 fn filters_by_pid_comm_event_and_clear() {
     let f = fixture(None);
     let (mut app, mut src) = open(&f, (100, 24));
+    // A comm is matched exactly: "ot" is no task's name...
     send(&mut app, &mut src, &type_in(Prompt::Comm, "ot"));
-    assert_eq!(app.filter.comm.as_deref(), Some("ot"));
+    assert_eq!(app.filter.comm, Some(TextMatch::Exact("ot".into())));
+    assert_eq!((app.groups.len(), app.event_count()), (0, 0));
+    assert_eq!(app.message, "filter comm=ot: 0 groups, 0 events");
+    // ... "~ot" is any name containing it, and "app" only app, not "other".
+    send(&mut app, &mut src, &[Msg::ClearFilters]);
+    send(&mut app, &mut src, &type_in(Prompt::Comm, "~ot"));
+    assert_eq!(app.filter.comm, Some(TextMatch::Contains("ot".into())));
     assert_eq!(app.groups.len(), 1);
     assert_eq!(app.event_count(), 2);
     assert_eq!(app.message, "filter comm~ot: 1 groups, 2 events");
+    send(&mut app, &mut src, &[Msg::StartPrompt(Prompt::Comm)]);
+    assert_eq!(app.prompt.as_ref().map(|p| p.text.as_str()), Some("~ot"));
+    send(&mut app, &mut src, &[Msg::Cancel]);
     send(&mut app, &mut src, &[Msg::ClearFilters]);
     assert_eq!((app.groups.len(), app.event_count()), (3, 10));
     assert_eq!(app.events, None);
@@ -324,6 +336,26 @@ fn keys_map_to_messages() {
         (key(KeyCode::Char('N'), none), false, Some(Msg::SearchPrev)),
         (key(KeyCode::Char('?'), none), false, Some(Msg::ToggleHelp)),
         (key(KeyCode::Tab, none), false, Some(Msg::NextTab)),
+        (
+            key(KeyCode::Char('3'), none),
+            false,
+            Some(Msg::ShowTab(Tab::Tree)),
+        ),
+        (
+            key(KeyCode::Char('i'), none),
+            false,
+            Some(Msg::ToggleInternal),
+        ),
+        (
+            key(KeyCode::Char('b'), none),
+            false,
+            Some(Msg::ToggleDirection),
+        ),
+        (
+            key(KeyCode::Char('E'), KeyModifiers::SHIFT),
+            false,
+            Some(Msg::ExpandAll),
+        ),
         (key(KeyCode::Char('q'), none), false, Some(Msg::Quit)),
         (key(KeyCode::Char('c'), ctrl), false, Some(Msg::Quit)),
         (key(KeyCode::Char('z'), none), false, None),

@@ -6,7 +6,10 @@ use std::path::PathBuf;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ustack_stitch::symbols::Frame;
 use ustack_stitch::testdata;
+use ustack_stitch::trace::Index;
+use ustack_stitch::view::GroupDetail;
 use ustack_tui::app::{App, Msg, Prompt};
 use ustack_tui::source::{FileSource, Source};
 
@@ -100,4 +103,78 @@ pub fn screen_text(app: &App) -> String {
         s.push('\n');
     }
     s
+}
+
+/// The fixture's source with names for its user addresses (`leaf`, `mid`)
+/// and the tracing-internal frames a real kernel stack starts with.
+pub struct Named(pub FileSource);
+
+/// Innermost frames the kernel adds to the fixture's kernel stack.
+pub const INTERNAL: [&str; 2] = ["trace_event_raw_event_sys_enter", "ftrace_ops_list_func"];
+
+fn name_user(f: &mut Frame) {
+    let name = match f.addr {
+        0x5555_0000_1234 => "leaf",
+        0x5555_0000_5678 => "mid",
+        _ => return,
+    };
+    f.symbol = Some(name.to_string());
+    f.offset = 0;
+}
+
+fn with_internal(frames: Vec<Frame>) -> Vec<Frame> {
+    if frames.is_empty() {
+        return frames;
+    }
+    let mut out: Vec<Frame> = INTERNAL
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Frame {
+            symbol: Some(n.to_string()),
+            ..Frame::unknown(0xffffffff81300000 + i as u64 * 0x100)
+        })
+        .collect();
+    out.extend(frames);
+    out
+}
+
+impl Source for Named {
+    fn event_text(&mut self, idx: &Index, seq: u64) -> (String, String) {
+        self.0.event_text(idx, seq)
+    }
+    fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail {
+        let mut d = self.0.group_detail(idx, g);
+        for e in &mut d.events {
+            e.kernel = with_internal(std::mem::take(&mut e.kernel));
+        }
+        d.user_frames.iter_mut().for_each(name_user);
+        d
+    }
+    fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
+        with_internal(self.0.kernel_frames(addrs))
+    }
+    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
+        let mut v = self.0.user_frames(pid, addrs);
+        v.iter_mut().for_each(name_user);
+        v
+    }
+}
+
+/// Opens the fixture with the [`Named`] source, drawn once.
+pub fn open_named(f: &Fixture, size: (u16, u16)) -> (App, Named) {
+    let (mut app, src) = ustack_tui::open(&f.path, None, size).unwrap();
+    let mut src = Named(src);
+    app.refresh(&mut src);
+    draw(&mut app, &mut src);
+    (app, src)
+}
+
+/// The label the call tree gives the fixture's sync-stack frame: `write`
+/// when libc is readable, else its address in the app.
+pub fn write_label() -> String {
+    if testdata::libc_functions().iter().any(|f| f.0 == "write") {
+        "write".to_string()
+    } else {
+        "0x555500000042 [app]".to_string()
+    }
 }
