@@ -58,6 +58,12 @@ impl Tmux {
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
 
+    /// The screen with its colours and attributes as escape sequences.
+    fn screen_styled(&self) -> String {
+        let o = self.cmd(&["capture-pane", "-p", "-e", "-t", "t"]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
     /// Waits until the screen contains `text`; returns the screen.
     fn wait_for(&self, text: &str) -> String {
         self.wait_all(&[text])
@@ -172,6 +178,19 @@ fn tui_in_tmux() {
         "{s}"
     );
 
+    // The selected row is in reversed colours (SGR 7), the others not.
+    let styled = t.screen_styled();
+    let row = |text: &str| {
+        styled
+            .lines()
+            .find(|l| l.contains(text))
+            .unwrap_or_else(|| panic!("no {text} in {styled}"))
+            .to_string()
+    };
+    let reversed = |l: &str| l.contains("\x1b[7m") || l.contains(";7m") || l.contains("[7;");
+    assert!(reversed(&row("300000001    2")), "{styled}");
+    assert!(!reversed(&row("500000002    1")), "{styled}");
+
     // Move to the lost group: the detail pane follows.
     t.keys(&["j"]);
     t.wait_all(&[
@@ -189,6 +208,33 @@ fn tui_in_tmux() {
     t.keys(&["Enter"]);
     t.wait_all(&["Groups 3/3", "│app-100 cookie=300000001 complete"]);
 
+    // Enter on a kernel_stack row shows its frames; Esc goes back.
+    t.keys(&["2", "g", "j"]);
+    t.wait_for("┌ Event (Enter: frames) ─");
+    t.keys(&["Enter"]);
+    t.wait_all(&[
+        "┌ Frames (Esc: back) ─",
+        "│    => do_syscall_64+0x20 (ffffffff81100020)",
+    ]);
+    t.keys(&["Escape"]);
+    t.wait_for("┌ Event (Enter: frames) ─");
+
+    // The call tree: a search opens the nodes above the match; b turns it
+    // bottom-up.
+    t.keys(&["3"]);
+    t.wait_for("Call tree, top-down | 2 stacks of 3 groups");
+    t.keys(&["/", "d", "o", "_", "s", "y", "s", "Enter"]);
+    t.wait_all(&["/do_sys: row ", "+ do_syscall_64"]);
+    t.keys(&["E"]);
+    t.wait_for("│ 50.00%  1        1                __x64_sys_write");
+    t.keys(&["b"]);
+    t.wait_all(&[
+        "Call tree, bottom-up | 2 stacks of 3 groups",
+        "+ __x64_sys_write",
+    ]);
+    t.keys(&["1"]);
+    t.wait_for("Groups 3/3");
+
     // Help, closed by any key.
     t.keys(&["?"]);
     t.wait_for("Help (any key closes)");
@@ -202,8 +248,12 @@ fn tui_in_tmux() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    // Filter by comm.
+    // Filter by comm: exactly, or ~ for a part of it.
     t.keys(&["c", "o", "t", "h", "Enter"]);
+    t.wait_all(&["Groups 0/3", "filter comm=oth: 0 groups, 0 events"]);
+    t.keys(&[
+        "c", "BSpace", "BSpace", "BSpace", "~", "o", "t", "h", "Enter",
+    ]);
     t.wait_all(&["Groups 1/3", "filter comm~oth: 1 groups, 2 events"]);
 
     // Resize: the layout follows.
