@@ -532,6 +532,10 @@ impl Stitcher {
         grp.last_ts = grp.last_ts.max(ts);
         if let Some(ev) = event {
             grp.first_ts = grp.first_ts.min(ev.ts);
+            // Most groups hold 1 to 3 events: grow by one instead of to
+            // the default 4 (a trace of 150,000 groups keeps about 5 MB
+            // less, report --stacks and the TUI hold every group).
+            grp.events.reserve_exact(1);
             grp.events.push(ev);
             let idx = grp.events.len() - 1;
             if let Some(i) = picked {
