@@ -33,39 +33,47 @@ use std::collections::HashMap;
 pub type StackId = u32;
 
 /// Arena of stacks (raw addresses, innermost frame first).
+///
+/// # Invariants
+///
+/// `ends` is non-decreasing and its last entry is `addrs.len()`: stack `i`
+/// is `addrs[ends[i - 1]..ends[i]]` (from 0 for the first). One `usize`
+/// per stack instead of a (start, length) pair: report --stacks and the
+/// TUI hold two stacks per group.
 #[derive(Debug, Default, Clone)]
 pub struct Stacks {
     addrs: Vec<u64>,
-    ranges: Vec<(usize, u32)>,
+    ends: Vec<usize>,
 }
 
 impl Stacks {
     /// Stores a stack and returns its id.
     pub fn push(&mut self, stack: &[u64]) -> StackId {
-        // Stacks longer than u32::MAX entries cannot come from a record.
-        let stack = &stack[..stack.len().min(u32::MAX as usize)];
-        let start = self.addrs.len();
         self.addrs.extend_from_slice(stack);
-        self.ranges.push((start, stack.len() as u32));
-        (self.ranges.len() - 1) as StackId
+        self.ends.push(self.addrs.len());
+        (self.ends.len() - 1) as StackId
     }
 
     /// The addresses of stack `id` (empty for an unknown id).
     pub fn get(&self, id: StackId) -> &[u64] {
-        match self.ranges.get(id as usize) {
-            Some(&(start, len)) => &self.addrs[start..start + len as usize],
+        let i = id as usize;
+        match self.ends.get(i) {
+            Some(&end) => {
+                let start = if i == 0 { 0 } else { self.ends[i - 1] };
+                &self.addrs[start..end]
+            }
             None => &[],
         }
     }
 
     /// Number of stacks stored.
     pub fn len(&self) -> usize {
-        self.ranges.len()
+        self.ends.len()
     }
 
     /// True when no stack is stored.
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+        self.ends.is_empty()
     }
 }
 
