@@ -23,8 +23,10 @@ pub mod app;
 mod filter;
 pub mod keys;
 pub mod lines;
+mod model;
 mod search;
 pub mod source;
+mod stackview;
 pub mod tree;
 pub mod ui;
 
