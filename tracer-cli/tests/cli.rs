@@ -244,3 +244,137 @@ fn a_filter_after_a_system_goes_to_the_systems_filter_file() {
     assert_eq!(switch, "prev_pid == 1\n");
     assert!(wakeup.contains("parse_error:"), "{wakeup}");
 }
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !f() {
+        assert!(t0.elapsed().as_secs() < 20, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A `record` on `name` of sched_switch (and `extra`), running `sleep
+/// SECS`, once its settings are made.
+fn running_record(name: &str, extra: &[&str], secs: &str) -> std::process::Child {
+    let out = std::env::temp_dir().join(format!("{name}.dat"));
+    let mut args = vec!["record", "-q", "-B", name, "-e", "sched:sched_switch"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-o", out.to_str().unwrap(), "--", "sleep", secs]);
+    let child = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(&args)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let on = std::path::Path::new("/sys/kernel/tracing/instances")
+        .join(name)
+        .join("events/sched/sched_switch/enable");
+    wait_for("the record to start", || {
+        std::fs::read_to_string(&on).is_ok_and(|v| v == "1\n")
+    });
+    child
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_second_record_on_the_same_instance_is_refused() {
+    let (name, dir) = instance("two");
+    let mut first = running_record(&name, &[], "2");
+    let o = tracer_cli(&[
+        "record",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_wakeup",
+        "-o",
+        "/dev/null",
+        "--",
+        "true",
+    ]);
+    let first_ok = first.wait().unwrap().success();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "tracer-cli: instance {name} is in use by another tracer-cli (pid {}); use -B NAME to trace in an instance of your own\n",
+            first.id()
+        )
+    );
+    assert!(first_ok, "the first record was disturbed");
+    assert!(!dir.exists(), "instance left behind");
+
+    // Someone else's events (here: enabled by hand) are not turned off.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(dir.join("events/sched/sched_switch/enable"), "1").unwrap();
+    let o = tracer_cli(&[
+        "record",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_wakeup",
+        "-o",
+        "/dev/null",
+        "--",
+        "true",
+    ]);
+    let still = std::fs::read_to_string(dir.join("events/sched/sched_switch/enable")).unwrap();
+    std::fs::remove_dir(&dir).unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "tracer-cli: instance {name} is in use: 1 events are enabled (sched:sched_switch); use -B NAME to trace in an instance of your own, or `tracer-cli reset -B {name}` if they are left over\n"
+        )
+    );
+    assert_eq!(still, "1\n");
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn after_sigkill_the_next_record_or_reset_restores_exactly() {
+    let (name, dir) = instance("kill");
+    std::fs::create_dir(&dir).unwrap();
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    std::fs::write(dir.join("buffer_size_kb"), "200").unwrap();
+    let before = (
+        read("buffer_size_kb"),
+        read("events/sched/sched_switch/enable"),
+    );
+    for then in ["record", "reset"] {
+        let mut rec = running_record(&name, &["-b", "600"], "1");
+        rec.kill().unwrap();
+        rec.wait().unwrap();
+        let leaked = (
+            read("buffer_size_kb"),
+            read("events/sched/sched_switch/enable"),
+        );
+        assert_ne!(leaked, before, "nothing leaked: the test proves nothing");
+        let o = match then {
+            "record" => tracer_cli(&[
+                "record",
+                "-q",
+                "-B",
+                &name,
+                "-e",
+                "sched:sched_wakeup",
+                "-o",
+                "/dev/null",
+                "--",
+                "true",
+            ]),
+            _ => tracer_cli(&["reset", "-B", &name]),
+        };
+        assert!(o.status.success(), "{then}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("tracer-cli: restored ")
+                && stderr(&o).contains(" settings left by a tracer-cli that was killed"),
+            "{then}: {}",
+            stderr(&o)
+        );
+        let after = (
+            read("buffer_size_kb"),
+            read("events/sched/sched_switch/enable"),
+        );
+        assert_eq!(after, before, "after {then}");
+    }
+    std::fs::remove_dir(&dir).unwrap();
+}

@@ -20,6 +20,7 @@
 
 mod command;
 mod events;
+mod lock;
 mod maps;
 mod output;
 mod recorder;
@@ -27,6 +28,7 @@ mod session;
 mod tracee;
 
 pub use command::HeldChild;
+pub use lock::{restore_leftover, InstanceLock};
 pub use maps::{merge_maps, MapsStore, MapsTracker, StackPidScanner};
 pub use output::{buffer_data, check_output, collect_meta, write_dat, write_options, TempFiles};
 pub use recorder::{CpuResult, Recorder};

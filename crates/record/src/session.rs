@@ -2,6 +2,7 @@
 //! options ([`TraceConfig`]) applied to tracefs under a restoring guard
 //! ([`setup`]).
 
+use crate::InstanceLock;
 use anyhow::{bail, Result};
 use ustack_tracefs::{EventId, Guard, Instance, Tracefs};
 
@@ -66,6 +67,11 @@ pub struct Session {
     pub guard: Guard,
     /// The events enabled, each once.
     pub events: Vec<EventId>,
+    /// Settings restored before the setup, left by a session that was
+    /// killed (0 normally).
+    pub leftover_restored: usize,
+    /// Held for the session's life: no other session on this instance.
+    pub lock: InstanceLock,
 }
 
 /// Applies `opts` to tracefs (instance, events, filters, options, buffer
@@ -84,7 +90,11 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
         }
     }
     let fs = Tracefs::open()?;
+    // One session per instance; what a killed one left is put back first.
+    let lock = InstanceLock::acquire(opts.instance.as_deref())?;
+    let leftover_restored = ustack_tracefs::replay_journal(lock.state_file())?;
     let guard = Guard::new();
+    guard.journal_to(lock.state_file().to_path_buf())?;
     let inst = match &opts.instance {
         None => fs.top(),
         Some(name) => match fs.instance(name) {
@@ -95,6 +105,18 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
             Err(e) => return Err(e.into()),
         },
     };
+    // Someone else's events (trace-cmd, a `start` not reset): recording
+    // here would turn them off under their feet.
+    let others = inst.enabled_events()?;
+    if let Some(first) = others.first() {
+        bail!(
+            "{} is in use: {} events are enabled ({first}{}); use -B NAME to trace in an instance of your own, or `tracer-cli reset{}` if they are left over",
+            opts.instance.as_deref().map_or("the top instance".to_string(), |n| format!("instance {n}")),
+            others.len(),
+            if others.len() > 1 { ", ..." } else { "" },
+            opts.instance.as_deref().map_or(String::new(), |n| format!(" -B {n}")),
+        );
+    }
     // Check what the kernel must have before changing anything else.
     match opts.user_stacks {
         UserStacks::Deferred if !inst.has_option("userstacktrace_delay") => bail!(NO_DELAY_OPTION),
@@ -176,5 +198,7 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
         inst,
         guard,
         events: enabled,
+        leftover_restored,
+        lock,
     })
 }

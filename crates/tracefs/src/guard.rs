@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Result};
 use crate::instance::{parse_buffer_size, OwnedInstance};
+use crate::journal::{self, Line};
 use crate::{fsio, EventId, Instance};
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -23,6 +24,34 @@ enum Entry {
 struct Inner {
     entries: Vec<Entry>,
     seen: HashSet<PathBuf>,
+    /// Where the entries are kept on disk (see [`crate::journal`]).
+    journal: Option<PathBuf>,
+}
+
+impl Inner {
+    /// Rewrites the journal, if any. Callers other than
+    /// [`Guard::journal_to`] ignore a failure: the file is a safety net for
+    /// a killed process, the entries in memory are what restores.
+    fn save_journal(&self) -> Result<()> {
+        let Some(path) = &self.journal else {
+            return Ok(());
+        };
+        let lines: Vec<Line> = self
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Write { abs, value, .. } => Line::Write(abs.clone(), value.clone()),
+                Entry::Instance(owned) => Line::Rmdir(owned.dir()),
+            })
+            .collect();
+        journal::save(path, &lines)
+    }
+
+    fn remove_journal(&mut self) {
+        if let Some(path) = self.journal.take() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// A cloneable handle that can restore a [`Guard`]'s settings from another
@@ -54,10 +83,10 @@ impl Restorer {
     }
 
     fn restore_inner(&self, defer_busy: bool) -> (Vec<Error>, Vec<PathBuf>) {
-        let entries = {
+        let (entries, journal) = {
             let mut inner = self.lock();
             inner.seen.clear();
-            std::mem::take(&mut inner.entries)
+            (std::mem::take(&mut inner.entries), inner.journal.take())
         };
         let mut errors = Vec::new();
         let mut busy = Vec::new();
@@ -79,6 +108,15 @@ impl Restorer {
                     }
                 }
             }
+        }
+        match journal {
+            // Everything is back: nothing for a later run to restore.
+            Some(path) if errors.is_empty() && busy.is_empty() => {
+                let _ = std::fs::remove_file(path);
+            }
+            // Keep the file for the next run (or reset) to try again.
+            Some(path) => self.lock().journal = Some(path),
+            None => {}
         }
         (errors, busy)
     }
@@ -183,6 +221,7 @@ impl Guard {
                 shown: inst.shown(rel),
                 value,
             });
+            let _ = inner.save_journal();
         }
     }
 
@@ -194,7 +233,9 @@ impl Guard {
     /// after the settings changed in it.
     pub fn adopt_instance(&self, owned: OwnedInstance) -> Instance {
         let inst = owned.instance().clone();
-        self.restorer.lock().entries.push(Entry::Instance(owned));
+        let mut inner = self.restorer.lock();
+        inner.entries.push(Entry::Instance(owned));
+        let _ = inner.save_journal();
         inst
     }
 
@@ -357,6 +398,17 @@ impl Guard {
             }
         }
         inner.seen.clear();
+        inner.remove_journal();
+    }
+
+    /// Keeps the saved values in the file `path` too, rewritten before
+    /// each change, so that [`crate::replay_journal`] can restore them if
+    /// this process is killed before it restores. The file is removed once
+    /// everything is restored (or forgotten).
+    pub fn journal_to(&self, path: PathBuf) -> Result<()> {
+        let mut inner = self.restorer.lock();
+        inner.journal = Some(path);
+        inner.save_journal()
     }
 }
 

@@ -26,6 +26,7 @@ mod error;
 mod fsio;
 mod guard;
 mod instance;
+mod journal;
 mod mount;
 mod reader;
 mod stats;
@@ -34,6 +35,7 @@ pub use error::{Error, Op, Result};
 pub use fsio::glob_match;
 pub use guard::{remove_dirs_after_exit, Guard, Restorer};
 pub use instance::{Instance, OwnedInstance};
+pub use journal::replay as replay_journal;
 pub use reader::{CpuReader, DrainStats};
 pub use stats::CpuStats;
 

@@ -127,6 +127,13 @@ impl TraceOpts {
     }
 }
 
+/// Says so when the setup first restored what a killed run had left.
+pub fn note_leftover(n: usize) {
+    if n > 0 {
+        eprintln!("tracer-cli: restored {n} settings left by a tracer-cli that was killed");
+    }
+}
+
 /// Pairs each `-e` with the `-f` filters that follow it (two filters for
 /// one event must both hold).
 fn pair_filters(

@@ -67,7 +67,32 @@ pub fn run(args: Args) -> Result<()> {
         bail!("reset -d deletes instances: give -B INSTANCE or -a");
     }
     let fs = Tracefs::open()?;
-    for inst in args.select.select(&fs)? {
+    // First what a killed record left (its state file restores exactly,
+    // buffer size included, and removes an instance it had created).
+    let mut names: Vec<Option<String>> = Vec::new();
+    if (args.select.instances.is_empty() && !args.select.all) || args.select.top {
+        names.push(None);
+    }
+    if args.select.all {
+        names.extend(fs.instances()?.into_iter().map(Some));
+    } else {
+        names.extend(args.select.instances.iter().cloned().map(Some));
+    }
+    let mut select = args.select.clone();
+    for name in &names {
+        let n = ustack_record::restore_leftover(name.as_deref())?;
+        super::opts::note_leftover(n);
+        // An instance the killed run had created is gone now.
+        if let Some(name) = name.as_ref().filter(|n| fs.instance(n).is_err()) {
+            if n > 0 {
+                select.instances.retain(|i| i != name);
+                if select.instances.is_empty() && !select.all && !select.top {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    for inst in select.select(&fs)? {
         reset(&fs, &inst, args.buffer_kb)?;
         if args.delete {
             if let Some(name) = inst.name() {

@@ -29,6 +29,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         Some(HeldChild::spawn(&args.command)?)
     };
     let mut session = setup(&config, child.as_ref().map(|c| c.pid.as_raw() as u32))?;
+    super::opts::note_leftover(session.leftover_restored);
     session.guard.on_drop_error(crate::signals::report);
     session.inst.set_tracing_on(true)?;
     // A command that cannot run fails the start: the guard, still armed,

@@ -227,6 +227,7 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
     };
     let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
     let mut session = setup(config, child_pid)?;
+    super::opts::note_leftover(session.leftover_restored);
     session.guard.on_drop_error(signals::report);
     signals::set_restorer(Some(session.guard.restorer()));
     let rec = Recorder::start(&session.inst, &dir.join("rec"))?;
