@@ -4,11 +4,12 @@
 #   gcc                            the cc crate (bundled zstd), test programs
 #   trace-cmd                      byte-for-byte comparisons in tests, bench
 #   tmux                           the TUI tests
+#   strace                         a test of a command that uses ptrace
 # (zstd and zlib are built from the crates' own sources.)
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
 
-pkgs=(libtraceevent-dev pkg-config gcc trace-cmd tmux)
+pkgs=(libtraceevent-dev pkg-config gcc trace-cmd tmux strace)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -378,3 +378,56 @@ fn after_sigkill_the_next_record_or_reset_restores_exactly() {
     }
     std::fs::remove_dir(&dir).unwrap();
 }
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_command_that_cannot_run_under_ptrace_fails_the_record_and_says_why() {
+    if Command::new("strace").arg("-V").output().is_err() {
+        panic!("this test needs strace");
+    }
+    let (name, _) = instance("strace");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.dat");
+    let o = tracer_cli(&[
+        "record",
+        "-q",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_process_exec",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "strace",
+        "-o",
+        "/dev/null",
+        "true",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).ends_with(
+            "tracer-cli: the command exited with status 1 (a command that uses ptrace itself, such as strace or gdb, needs --no-ptrace)\n"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(out.exists(), "the trace is kept");
+    // As the message says: without ptrace it runs.
+    let o = tracer_cli(&[
+        "record",
+        "-q",
+        "--no-ptrace",
+        "-B",
+        &name,
+        "-e",
+        "sched:sched_process_exec",
+        "-o",
+        out.to_str().unwrap(),
+        "--",
+        "strace",
+        "-o",
+        "/dev/null",
+        "true",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

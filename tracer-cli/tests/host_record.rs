@@ -974,20 +974,29 @@ fn ptrace_saves_the_maps_of_short_lived_children() {
 /// exit status record reports (0 when it reports none).
 fn record_sh(tag: &str, script: &str) -> (String, i32) {
     let dir = tempfile::tempdir().unwrap();
-    let (stdout, err) = stdout_of(
-        tracer_cli()
-            .args(["record", "-B", &inst_name(tag), "-F"])
-            .args(["-e", "sched:sched_process_exit", "-o"])
-            .arg(dir.path().join("x.dat"))
-            .args(["--", "sh", "-c", script]),
-    );
+    let out = tracer_cli()
+        .args(["record", "-B", &inst_name(tag), "-F"])
+        .args(["-e", "sched:sched_process_exit", "-o"])
+        .arg(dir.path().join("x.dat"))
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("command under ptrace:"), "not ptrace'd: {err}");
+    // A command that fails fails the record, with its status; the trace
+    // is written all the same.
     let status = err
         .lines()
         .find_map(|l| l.strip_prefix("tracer-cli: the command exited with status "))
-        .map(|s| s.parse().unwrap())
+        .map(|s| s.split(' ').next().unwrap().parse().unwrap())
         .unwrap_or(0);
-    (stdout, status)
+    assert_eq!(
+        out.status.code(),
+        Some(if status == 0 { 0 } else { 1 }),
+        "{err}"
+    );
+    assert!(dir.path().join("x.dat").exists(), "no trace written: {err}");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), status)
 }
 
 /// The same script without tracer-cli: stdout and the status as record

@@ -18,7 +18,7 @@
 //! polled ([`MapsTracker`]), as are the processes seen with user stacks in
 //! the data.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -188,12 +188,20 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
                 t.snapshot_time.as_secs_f64() * 1e3
             );
         }
-        if let Some(st) = child_status.filter(|s| *s != 0) {
-            eprintln!("tracer-cli: the command exited with status {st}");
-        }
     }
     // Restore now (rather than in drop) so a failure is reported.
     session.guard.restore()?;
     signals::set_restorer(None);
+    // The trace is kept, but a command that failed (or could not run at
+    // all, like strace refused PTRACE_TRACEME under our ptrace) is a
+    // failed record.
+    if let Some(st) = child_status.filter(|s| *s != 0) {
+        let hint = if child.as_ref().is_some_and(|c| c.is_traced()) {
+            " (a command that uses ptrace itself, such as strace or gdb, needs --no-ptrace)"
+        } else {
+            ""
+        };
+        bail!("the command exited with status {st}{hint}");
+    }
     Ok(())
 }
