@@ -12,12 +12,19 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Command line of `tracer-cli`.
 #[derive(Parser)]
+#[command(after_help = "Examples:
+  tracer-cli record -e syscalls -e sched:sched_switch -T --user-stacks sync -F -- ./myprog
+  tracer-cli report                 # the same text as trace-cmd report
+  tracer-cli report --stacks        # events grouped with their user stacks
+  tracer-cli tui -i trace.dat
+
+Man pages: tracer-cli man DIR; shell completions: tracer-cli completions SHELL.")]
 #[command(
     name = "tracer-cli",
     version,
     about = "ftrace recorder and reporter with deferred user stacks"
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -44,6 +51,10 @@ enum Command {
     Report(cmd::report::Args),
     /// Browse a trace.dat file interactively, grouped by cookie.
     Tui(cmd::tui::Args),
+    /// Print a shell completion script.
+    Completions(cmd::docs::CompletionsArgs),
+    /// Write the man pages into a directory.
+    Man(cmd::docs::ManArgs),
 }
 
 fn main() {
@@ -66,6 +77,8 @@ fn main() {
         Command::Stat(a) => cmd::stat::run(a),
         Command::Report(a) => cmd::report::run(a),
         Command::Tui(a) => cmd::tui::run(a, &sub),
+        Command::Completions(a) => cmd::docs::completions(a),
+        Command::Man(a) => cmd::docs::man(a),
     };
     if let Err(err) = result {
         // A reader that went away (`| head`) is not a failure.

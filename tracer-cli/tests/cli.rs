@@ -431,3 +431,71 @@ fn a_command_that_cannot_run_under_ptrace_fails_the_record_and_says_why() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
 }
+
+#[test]
+fn man_pages_and_completions_come_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("man1");
+    let o = tracer_cli(&["man", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut pages: Vec<String> = std::fs::read_dir(&d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    pages.sort();
+    let subs = [
+        "completions",
+        "extract",
+        "list",
+        "man",
+        "record",
+        "report",
+        "reset",
+        "show",
+        "start",
+        "stat",
+        "stop",
+        "tui",
+    ];
+    let mut want: Vec<String> = subs.iter().map(|s| format!("tracer-cli-{s}.1")).collect();
+    want.push("tracer-cli.1".into());
+    want.sort();
+    assert_eq!(pages, want);
+    let record = std::fs::read_to_string(d.join("tracer-cli-record.1")).unwrap();
+    assert!(
+        record.contains(".SH NAME\ntracer\\-cli\\-record \\- Record a trace"),
+        "{record:.400}"
+    );
+    assert!(record.contains("\\-\\-user\\-stacks"), "{record:.400}");
+    assert!(record.contains("Examples:"), "{record:.400}");
+
+    let o = tracer_cli(&["completions", "bash"]);
+    assert!(o.status.success());
+    let bash = String::from_utf8(o.stdout).unwrap();
+    for s in subs {
+        assert!(bash.contains(&format!("tracer__cli,{s})")), "{s} missing");
+    }
+    assert!(bash.contains("--user-stacks"));
+    let o = tracer_cli(&["completions", "nosuchshell"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn every_recording_subcommand_has_examples_in_its_help() {
+    for sub in [
+        "record",
+        "start",
+        "report",
+        "extract",
+        "tui",
+        "list",
+        "completions",
+    ] {
+        let o = tracer_cli(&[sub, "--help"]);
+        let help = String::from_utf8(o.stdout).unwrap();
+        assert!(
+            help.contains(&format!("Examples:\n  tracer-cli {sub}")),
+            "{sub}:\n{help}"
+        );
+    }
+}

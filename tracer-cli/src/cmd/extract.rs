@@ -14,6 +14,9 @@ use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli extract`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  tracer-cli extract -o trace.dat
+  tracer-cli extract -B mine -t -o both.dat   # instance mine and the top one")]
 pub struct Args {
     /// The instances to extract.
     #[command(flatten)]

@@ -9,6 +9,10 @@ use ustack_tracefs::Tracefs;
 
 /// Arguments of `tracer-cli list`.
 #[derive(clap::Args, Debug)]
+#[command(after_help = "Examples:
+  tracer-cli list -e '^sched:'
+  tracer-cli list -e sched:sched_switch -F
+  tracer-cli list -o -B mine")]
 pub struct Args {
     /// List events, optionally only those matching a regular expression
     /// (extended syntax, as trace-cmd's) against `system:event`.

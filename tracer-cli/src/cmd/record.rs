@@ -35,7 +35,14 @@ mod progress;
 
 /// Arguments of `tracer-cli record`.
 #[derive(clap::Args, Debug)]
-#[command(trailing_var_arg = true)]
+#[command(
+    trailing_var_arg = true,
+    after_help = "Examples:
+  tracer-cli record -e sched:sched_switch -e syscalls -T -F -- ./myprog
+  tracer-cli record --user-stacks sync -e raw_syscalls -F -- make -j2
+  tracer-cli record -e sched -f 'prev_pid == 1' -B mine      # Ctrl-C to stop
+  tracer-cli record --user-stacks deferred -e raw_syscalls -P 1234 -o app.dat"
+)]
 pub struct Args {
     #[command(flatten)]
     pub trace: TraceOpts,

@@ -12,6 +12,11 @@ use ustack_tracedata::TraceFile;
 
 /// Arguments of `tracer-cli report`.
 #[derive(clap::Args, Debug, Clone)]
+#[command(after_help = "Examples:
+  tracer-cli report -i trace.dat
+  tracer-cli report -F 'sched_switch: prev_pid != 0' --cpu 0-1
+  tracer-cli report --stacks
+  tracer-cli report --folded | flamegraph.pl > flame.svg")]
 pub struct Args {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "trace.dat")]

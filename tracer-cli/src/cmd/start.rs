@@ -8,7 +8,13 @@ use ustack_record::{setup, HeldChild};
 
 /// Arguments of `tracer-cli start`.
 #[derive(clap::Args, Debug)]
-#[command(trailing_var_arg = true)]
+#[command(
+    trailing_var_arg = true,
+    after_help = "Examples:
+  tracer-cli start -B mine -e sched:sched_switch -b 4096
+  tracer-cli stop -B mine && tracer-cli extract -B mine -o sched.dat
+  tracer-cli reset -B mine -d"
+)]
 pub struct Args {
     #[command(flatten)]
     pub trace: TraceOpts,

@@ -28,7 +28,12 @@ use crate::signals;
 
 /// Arguments of `tracer-cli tui`.
 #[derive(clap::Args, Debug)]
-#[command(trailing_var_arg = true)]
+#[command(
+    trailing_var_arg = true,
+    after_help = "Examples:
+  tracer-cli tui -i trace.dat
+  tracer-cli tui --live -e sched --user-stacks sync -F -o saved.dat -- ./myprog"
+)]
 pub struct Args {
     /// Input file.
     #[arg(short = 'i', long = "input", default_value = "trace.dat")]
