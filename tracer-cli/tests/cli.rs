@@ -499,3 +499,74 @@ fn every_recording_subcommand_has_examples_in_its_help() {
         );
     }
 }
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn a_full_disk_keeps_a_readable_trace_stops_the_command_and_restores() {
+    let (name, inst_dir) = instance("full");
+    let dir = tempfile::tempdir().unwrap();
+    let fs_dir = dir.path().join("small");
+    std::fs::create_dir(&fs_dir).unwrap();
+    // 8 MiB: the 4 MiB record keeps for the trace.dat, and 4 MiB of pages.
+    let m = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=8m", "tmpfs"])
+        .arg(&fs_dir)
+        .status()
+        .unwrap();
+    assert!(m.success(), "cannot mount a tmpfs");
+    struct Umount(std::path::PathBuf);
+    impl Drop for Umount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _umount = Umount(fs_dir.clone());
+    // A command that never ends by itself: record must stop it.
+    let script = dir.path().join(format!("busy-{}.sh", std::process::id()));
+    std::fs::write(&script, "while :; do ls / >/dev/null; done\n").unwrap();
+    let out = fs_dir.join("t.dat");
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args([
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "sched",
+            "-e",
+            "raw_syscalls",
+            "-o",
+        ])
+        .arg(&out)
+        .args(["--", "sh"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with(&format!(
+            "tracer-cli: recording stopped; {} holds what was recorded before: recording CPU",
+            out.display()
+        )) && err.ends_with("No space left on device\n")
+            && err.lines().count() == 1,
+        "{err}"
+    );
+    let left = Command::new("pgrep")
+        .arg("-f")
+        .arg(script.to_str().unwrap())
+        .output()
+        .unwrap();
+    assert!(left.stdout.is_empty(), "the command was left running");
+    assert!(!inst_dir.exists(), "instance not removed");
+    // Only the trace.dat is left on the full file system, and it reads.
+    let names: Vec<_> = std::fs::read_dir(&fs_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("t.dat")]);
+    let r = tracer_cli(&["report", "-i", out.to_str().unwrap()]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let lines = r.stdout.iter().filter(|&&b| b == b'\n').count();
+    assert!(lines > 1000, "only {lines} lines");
+}

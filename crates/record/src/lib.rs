@@ -30,7 +30,10 @@ mod tracee;
 pub use command::HeldChild;
 pub use lock::{restore_leftover, InstanceLock};
 pub use maps::{merge_maps, MapsStore, MapsTracker, StackPidScanner};
-pub use output::{buffer_data, check_output, collect_meta, write_dat, write_options, TempFiles};
+pub use output::{
+    buffer_data, check_output, collect_meta, write_dat, write_options, SpaceReserve, TempFiles,
+    RESERVE_BYTES,
+};
 pub use recorder::{CpuResult, Recorder};
 pub use session::{setup, Session, TraceConfig, UserStacks, NO_DELAY_OPTION};
 pub use tracee::{TraceStats, TracedCommand};

@@ -98,6 +98,57 @@ pub fn check_output(output: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Room kept free on the output's file system while recording, released
+/// just before the trace.dat is written: if the per-CPU files fill the
+/// disk, the file's metadata (kallsyms, formats: about 1 MB compressed)
+/// and the compressed pages still fit, so what was recorded is kept.
+pub struct SpaceReserve {
+    path: Option<PathBuf>,
+}
+
+/// How much [`SpaceReserve`] keeps.
+pub const RESERVE_BYTES: u64 = 4 << 20;
+
+impl SpaceReserve {
+    /// Allocates [`RESERVE_BYTES`] in `output` itself (created), when it is
+    /// a regular file (or does not exist yet) on a file system that can
+    /// preallocate; otherwise reserves nothing. Too little space for it is
+    /// an error: the recording could not be kept.
+    pub fn take(output: &Path) -> Result<SpaceReserve> {
+        if output.exists() && !output.is_file() {
+            return Ok(SpaceReserve { path: None }); // e.g. /dev/null
+        }
+        let f =
+            File::create(output).with_context(|| format!("cannot write {}", output.display()))?;
+        let reserve = SpaceReserve {
+            path: Some(output.to_path_buf()),
+        };
+        use nix::fcntl::{fallocate, FallocateFlags};
+        match fallocate(&f, FallocateFlags::empty(), 0, RESERVE_BYTES as i64) {
+            Ok(()) => Ok(reserve),
+            Err(nix::errno::Errno::ENOSPC) => bail!(
+                "cannot write {}: less than {} MiB free for it",
+                output.display(),
+                RESERVE_BYTES >> 20
+            ),
+            Err(_) => Ok(reserve), // no preallocation here (e.g. some FUSE)
+        }
+    }
+
+    /// Frees the space for the trace.dat about to be written over it.
+    pub fn release(&mut self) {
+        if let Some(p) = self.path.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+impl Drop for SpaceReserve {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
 /// The writer options for `--file-version` / `--compression`.
 pub fn write_options(version: u32, compression: Option<&str>) -> Result<WriteOptions> {
     let version = FileVersion::from_number(version).context("--file-version must be 6 or 7")?;

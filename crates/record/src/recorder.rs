@@ -127,7 +127,11 @@ impl Recorder {
                     flushed,
                 }),
                 Ok(Err(e)) => {
-                    first_err.get_or_insert(e.into());
+                    let path = self.temps.0.iter().find(|(c, _)| c == cpu).map(|(_, p)| p);
+                    first_err.get_or_insert(anyhow::Error::from(e).context(format!(
+                        "recording CPU{cpu} into {}",
+                        path.map_or(String::new(), |p| p.display().to_string())
+                    )));
                 }
                 Err(_) => {
                     first_err.get_or_insert(anyhow::anyhow!("a reader thread panicked"));
@@ -138,6 +142,25 @@ impl Recorder {
             Some(e) => Err(e),
             None => Ok(results),
         }
+    }
+
+    /// Cuts each temp file back to whole pages: after a failed write (a
+    /// full disk) the last page may be partly written, and a trace.dat
+    /// holds whole pages only.
+    pub fn trim_to_pages(&self) -> Result<()> {
+        let page = self.inst.page_size() as u64;
+        for (_, p) in &self.temps.0 {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(p)
+                .with_context(|| format!("cannot open {}", p.display()))?;
+            let len = f.metadata()?.len();
+            if len % page != 0 {
+                f.set_len(len - len % page)
+                    .with_context(|| format!("cannot truncate {}", p.display()))?;
+            }
+        }
+        Ok(())
     }
 
     /// The temp files with each CPU's stats as the kernel reports them now.

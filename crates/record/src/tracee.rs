@@ -177,6 +177,24 @@ impl TracedCommand {
         *self.shared.status.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Ends a command that still runs: SIGTERM, then up to `wait` for it to
+    /// exit (under ptrace its last maps are taken at its exit stop).
+    /// Returns its status if it ended.
+    pub fn terminate(&self, wait: Duration) -> Option<i32> {
+        if let Some(st) = self.try_wait() {
+            return Some(st);
+        }
+        let _ = nix::sys::signal::kill(self.pid, nix::sys::signal::Signal::SIGTERM);
+        let t0 = Instant::now();
+        while t0.elapsed() < wait {
+            if let Some(st) = self.try_wait() {
+                return Some(st);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+
     /// The ptrace counters so far.
     pub fn stats(&self) -> TraceStats {
         self.shared

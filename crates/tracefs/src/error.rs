@@ -24,6 +24,8 @@ pub enum Op {
     Remove,
     /// Moving pages with splice(2).
     Splice,
+    /// Moving pages from the pipe into the output file with splice(2).
+    SpliceTo,
     /// Waiting with poll(2).
     Poll,
     /// Creating a pipe.
@@ -42,6 +44,7 @@ impl Op {
             Op::Create => "create",
             Op::Remove => "remove",
             Op::Splice => "splice from",
+            Op::SpliceTo => "splice into",
             Op::Poll => "poll",
             Op::Pipe => "create a pipe for",
             Op::Mount => "mount tracefs on",

@@ -148,7 +148,7 @@ impl CpuReader {
                 }
                 Ok(m) => n -= m,
                 Err(Errno::EINTR) => continue,
-                Err(e) => return Err(Error::errno(Op::Splice, "output file", e)),
+                Err(e) => return Err(Error::errno(Op::SpliceTo, "the output file", e)),
             }
         }
         Ok(())
@@ -176,7 +176,7 @@ impl CpuReader {
                     // A page is always written whole so the file stays page aligned.
                     buf[n..].fill(0);
                     out.write_all(&buf)
-                        .map_err(|e| Error::io(Op::Write, "output file", e))?;
+                        .map_err(|e| Error::io(Op::Write, "the output file", e))?;
                     st.bytes += buf.len() as u64;
                     st.read_pages += 1;
                 }

@@ -24,8 +24,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use ustack_record::{
-    check_output, collect_meta, setup, MapsStore, MapsTracker, Recorder, StackPidScanner,
-    TracedCommand, UserStacks,
+    check_output, collect_meta, setup, MapsStore, MapsTracker, Recorder, SpaceReserve,
+    StackPidScanner, TracedCommand, UserStacks,
 };
 
 use super::opts::{OutputOpts, TraceOpts};
@@ -88,6 +88,9 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     signals::set_restorer(Some(session.guard.restorer()));
     let inst = &session.inst;
 
+    // Room for the trace.dat even if the per-CPU files fill the disk
+    // (taken once the setup worked, so a typo does not clobber an old file).
+    let mut reserve = SpaceReserve::take(&args.out.output)?;
     let mut rec = Recorder::start(inst, &args.out.output)?;
     let cpus = rec.cpus();
     let mut partial: Vec<PathBuf> = rec.temp_files().iter().map(|(_, p)| p.clone()).collect();
@@ -145,6 +148,13 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         tick += 1;
     }
 
+    // A reader that failed (a full disk) ends the recording: the command
+    // we started is stopped too, rather than left running untraced.
+    if rec.reader_failed() {
+        if let Some(c) = &child {
+            child_status = c.terminate(Duration::from_secs(2));
+        }
+    }
     // Stop writing, then let every reader drain its CPU completely.
     let finished = rec.finish();
     if let Some(sc) = scanner.as_mut() {
@@ -156,10 +166,33 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     if show {
         progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
     }
-    let results = finished?;
+    // After a failed reader, what the files hold (whole pages) is still
+    // written as a readable trace.dat, and the failure reported after.
+    let (results, failed) = match finished {
+        Ok(r) => (r, None),
+        Err(e) => {
+            rec.trim_to_pages()?;
+            (Vec::new(), Some(e))
+        }
+    };
     let cpu_files = rec.cpu_files()?;
     let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
-    let summary = rec.write(&args.out.output, &meta, &wopts)?;
+    reserve.release();
+    let summary = rec.write(&args.out.output, &meta, &wopts);
+    let summary = match (summary, failed) {
+        (Ok(s), None) => s,
+        (Ok(_), Some(e)) => {
+            signals::remove_on_abort(Vec::new());
+            drop(rec);
+            session.guard.restore()?;
+            return Err(e.context(format!(
+                "recording stopped; {} holds what was recorded before",
+                args.out.output.display()
+            )));
+        }
+        (Err(w), Some(e)) => return Err(e.context(format!("{w:#}"))),
+        (Err(w), None) => return Err(w),
+    };
     // The file is complete: an abort from now on must not delete it.
     signals::remove_on_abort(Vec::new());
     drop(rec);

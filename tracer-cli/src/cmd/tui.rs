@@ -279,7 +279,8 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
     );
     live.stop();
     if let Some(c) = live.child.take() {
-        end_command(c);
+        // Quitting the TUI ends the traced command too.
+        c.terminate(Duration::from_secs(2));
     }
     let saved = match (&args.output, &res) {
         (Some(out), Ok(())) => {
@@ -296,17 +297,4 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
         eprintln!("tracer-cli: wrote {}", s?.display());
     }
     Ok(())
-}
-
-/// Quitting the TUI ends the traced command too: SIGTERM, then up to 2 s
-/// for it to go (its last maps are taken at its exit stop).
-fn end_command(c: TracedCommand) {
-    if c.try_wait().is_some() {
-        return;
-    }
-    let _ = nix::sys::signal::kill(c.pid(), nix::sys::signal::Signal::SIGTERM);
-    let t0 = Instant::now();
-    while c.try_wait().is_none() && t0.elapsed() < Duration::from_secs(2) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
