@@ -22,13 +22,43 @@ fn stderr(o: &Output) -> String {
 #[test]
 fn an_unknown_option_is_refused_by_name_not_run_as_the_command() {
     for sub in ["record", "start"] {
-        let o = tracer_cli(&[sub, "-e", "sched", "-a"]);
+        let o = tracer_cli(&[sub, "-e", "sched", "-Z"]);
         assert_eq!(o.status.code(), Some(2), "{sub}: {}", stderr(&o));
         assert!(
-            stderr(&o).starts_with("error: unexpected argument '-a' found"),
+            stderr(&o).starts_with("error: unexpected argument '-Z' found"),
             "{sub}: {}",
             stderr(&o)
         );
+        // trace-cmd's own options that tracer-cli lacks are named as such.
+        for opt in [
+            &["-a"][..],
+            &["-v"],
+            &["-M", "1"],
+            &["-s", "10"],
+            &["-m", "100"],
+            &["-k"],
+            &["-i"],
+            &["-R", "stacktrace"],
+            &["-d"],
+            &["-D"],
+            &["-r", "5"],
+            &["--date"],
+            &["--max-graph-depth", "3"],
+        ] {
+            let mut args = vec![sub, "-e", "sched"];
+            args.extend_from_slice(opt);
+            args.extend_from_slice(&["--", "true"]);
+            let o = tracer_cli(&args);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+            assert_eq!(
+                stderr(&o),
+                format!(
+                    "tracer-cli: {sub} {}: trace-cmd has this option, tracer-cli does not (see tracer-cli {sub} --help)\n",
+                    opt[0]
+                ),
+                "{args:?}"
+            );
+        }
     }
 }
 

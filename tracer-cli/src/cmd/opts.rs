@@ -105,6 +105,67 @@ pub struct TraceOpts {
     pub options: Vec<String>,
 }
 
+/// trace-cmd record/start options that tracer-cli does not have: accepted
+/// by the parser only to be refused by name (so they are never taken for
+/// the command to run).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Unsupported {
+    #[arg(short = 'a', hide = true)]
+    all_instances: bool,
+    #[arg(short = 'v', hide = true)]
+    invert: bool,
+    #[arg(short = 'M', hide = true)]
+    cpumask: Option<String>,
+    #[arg(short = 's', hide = true)]
+    sleep_interval: Option<String>,
+    #[arg(short = 'm', hide = true)]
+    max_pages: Option<String>,
+    #[arg(short = 'k', hide = true)]
+    keep: bool,
+    #[arg(short = 'i', hide = true)]
+    ignore_missing: bool,
+    #[arg(short = 'R', hide = true)]
+    trigger: Option<String>,
+    #[arg(short = 'd', hide = true)]
+    no_function_filter: bool,
+    #[arg(short = 'D', hide = true)]
+    no_function_filter_all: bool,
+    #[arg(short = 'r', hide = true)]
+    priority: Option<String>,
+    #[arg(long = "date", hide = true)]
+    date: bool,
+    #[arg(long = "max-graph-depth", hide = true)]
+    max_graph_depth: Option<String>,
+}
+
+impl Unsupported {
+    /// An error naming the first trace-cmd option given that tracer-cli
+    /// does not have.
+    pub fn check(&self, subcommand: &str) -> Result<()> {
+        let given = [
+            ("-a", self.all_instances),
+            ("-v", self.invert),
+            ("-M", self.cpumask.is_some()),
+            ("-s", self.sleep_interval.is_some()),
+            ("-m", self.max_pages.is_some()),
+            ("-k", self.keep),
+            ("-i", self.ignore_missing),
+            ("-R", self.trigger.is_some()),
+            ("-d", self.no_function_filter),
+            ("-D", self.no_function_filter_all),
+            ("-r", self.priority.is_some()),
+            ("--date", self.date),
+            ("--max-graph-depth", self.max_graph_depth.is_some()),
+        ];
+        match given.iter().find(|(_, on)| *on) {
+            Some((opt, _)) => bail!(
+                "{subcommand} {opt}: trace-cmd has this option, tracer-cli does not (see tracer-cli {subcommand} --help)"
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
 impl TraceOpts {
     /// The session these options describe. `m` are the subcommand's
     /// matches: they give the positions of `-e` and `-f` on the command

@@ -28,7 +28,7 @@ use ustack_record::{
     StackPidScanner, TracedCommand, UserStacks,
 };
 
-use super::opts::{OutputOpts, TraceOpts};
+use super::opts::{OutputOpts, TraceOpts, Unsupported};
 use crate::signals;
 
 mod progress;
@@ -46,6 +46,9 @@ mod progress;
 pub struct Args {
     #[command(flatten)]
     pub trace: TraceOpts,
+    /// trace-cmd options refused by name.
+    #[command(flatten)]
+    pub unsupported: Unsupported,
     /// Where and how to write.
     #[command(flatten)]
     pub out: OutputOpts,
@@ -64,6 +67,7 @@ pub struct Args {
 
 /// Runs `tracer-cli record`; `m` are its matches (for `-e`/`-f` order).
 pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
+    args.unsupported.check("record")?;
     let config = args.trace.config(m)?;
     let wopts = args.out.write_options()?;
     check_output(&args.out.output)?;

@@ -1,7 +1,7 @@
 //! `tracer-cli start`: set tracing up the way `record` does and leave it
 //! running, without reading anything (read later with `extract` or `show`).
 
-use super::opts::TraceOpts;
+use super::opts::{TraceOpts, Unsupported};
 use anyhow::Result;
 use clap::ArgMatches;
 use ustack_record::{setup, HeldChild};
@@ -18,6 +18,9 @@ use ustack_record::{setup, HeldChild};
 pub struct Args {
     #[command(flatten)]
     pub trace: TraceOpts,
+    /// trace-cmd options refused by name.
+    #[command(flatten)]
+    pub unsupported: Unsupported,
     /// Return right after starting the command instead of waiting for it.
     #[arg(long = "fork")]
     pub fork: bool,
@@ -28,6 +31,7 @@ pub struct Args {
 
 /// Runs `tracer-cli start`; `m` are its matches (for `-e`/`-f` order).
 pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
+    args.unsupported.check("start")?;
     let config = args.trace.config(m)?;
     let mut child = if args.command.is_empty() {
         None
