@@ -176,6 +176,14 @@ fn a_start_whose_command_cannot_run_restores_everything() {
     assert_eq!(after.2, "1\n", "tracing_on left off");
 }
 
+/// `record -q -B name ARGS -o /dev/null -- true`.
+fn record_true(name: &str, args: &[&str]) -> Output {
+    let mut all = vec!["record", "-q", "-B", name];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-o", "/dev/null", "--", "true"]);
+    tracer_cli(&all)
+}
+
 /// A private instance name for one test, and its directory.
 fn instance(tag: &str) -> (String, std::path::PathBuf) {
     let name = format!("cli-{tag}-{}", std::process::id());
@@ -187,17 +195,7 @@ fn instance(tag: &str) -> (String, std::path::PathBuf) {
 #[ignore = "needs root and tracefs"]
 fn a_misspelt_event_suggests_the_right_one() {
     let (name, dir) = instance("dym");
-    let o = tracer_cli(&[
-        "record",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_swich",
-        "-o",
-        "/dev/null",
-        "--",
-        "true",
-    ]);
+    let o = record_true(&name, &["-e", "sched:sched_swich"]);
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
         stderr(&o),
@@ -210,19 +208,7 @@ fn a_misspelt_event_suggests_the_right_one() {
 #[ignore = "needs root and tracefs"]
 fn a_bad_filter_gives_the_kernels_reason() {
     let (name, dir) = instance("badf");
-    let o = tracer_cli(&[
-        "record",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_switch",
-        "-f",
-        "nosuch == 1",
-        "-o",
-        "/dev/null",
-        "--",
-        "true",
-    ]);
+    let o = record_true(&name, &["-e", "sched:sched_switch", "-f", "nosuch == 1"]);
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
     assert!(
@@ -234,19 +220,7 @@ fn a_bad_filter_gives_the_kernels_reason() {
     assert!(!dir.exists(), "instance left behind");
     // A system filter that fits none of the system's events would trace
     // everything: refused too.
-    let o = tracer_cli(&[
-        "record",
-        "-B",
-        &name,
-        "-e",
-        "sched",
-        "-f",
-        "nosuch == 1",
-        "-o",
-        "/dev/null",
-        "--",
-        "true",
-    ]);
+    let o = record_true(&name, &["-e", "sched", "-f", "nosuch == 1"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).starts_with("tracer-cli: bad filter for sched: "),
@@ -309,17 +283,7 @@ fn running_record(name: &str, extra: &[&str], secs: &str) -> std::process::Child
 fn a_second_record_on_the_same_instance_is_refused() {
     let (name, dir) = instance("two");
     let mut first = running_record(&name, &[], "2");
-    let o = tracer_cli(&[
-        "record",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_wakeup",
-        "-o",
-        "/dev/null",
-        "--",
-        "true",
-    ]);
+    let o = record_true(&name, &["-e", "sched:sched_wakeup"]);
     let first_ok = first.wait().unwrap().success();
     assert_eq!(o.status.code(), Some(1));
     assert_eq!(
@@ -335,17 +299,7 @@ fn a_second_record_on_the_same_instance_is_refused() {
     // Someone else's events (here: enabled by hand) are not turned off.
     std::fs::create_dir(&dir).unwrap();
     std::fs::write(dir.join("events/sched/sched_switch/enable"), "1").unwrap();
-    let o = tracer_cli(&[
-        "record",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_wakeup",
-        "-o",
-        "/dev/null",
-        "--",
-        "true",
-    ]);
+    let o = record_true(&name, &["-e", "sched:sched_wakeup"]);
     let still = std::fs::read_to_string(dir.join("events/sched/sched_switch/enable")).unwrap();
     std::fs::remove_dir(&dir).unwrap();
     assert_eq!(o.status.code(), Some(1));
@@ -379,18 +333,7 @@ fn after_sigkill_the_next_record_or_reset_restores_exactly() {
         );
         assert_ne!(leaked, before, "nothing leaked: the test proves nothing");
         let o = match then {
-            "record" => tracer_cli(&[
-                "record",
-                "-q",
-                "-B",
-                &name,
-                "-e",
-                "sched:sched_wakeup",
-                "-o",
-                "/dev/null",
-                "--",
-                "true",
-            ]),
+            "record" => record_true(&name, &["-e", "sched:sched_wakeup"]),
             _ => tracer_cli(&["reset", "-B", &name]),
         };
         assert!(o.status.success(), "{then}: {}", stderr(&o));
@@ -418,21 +361,30 @@ fn a_command_that_cannot_run_under_ptrace_fails_the_record_and_says_why() {
     let (name, _) = instance("strace");
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.dat");
-    let o = tracer_cli(&[
-        "record",
-        "-q",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_process_exec",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        "strace",
-        "-o",
-        "/dev/null",
-        "true",
-    ]);
+    let record_strace = |ptrace: bool| {
+        let mut args = vec![
+            "record",
+            "-q",
+            "-B",
+            &name,
+            "-e",
+            "sched:sched_process_exec",
+        ];
+        if !ptrace {
+            args.push("--no-ptrace");
+        }
+        args.extend_from_slice(&[
+            "-o",
+            out.to_str().unwrap(),
+            "--",
+            "strace",
+            "-o",
+            "/dev/null",
+            "true",
+        ]);
+        tracer_cli(&args)
+    };
+    let o = record_strace(true);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         stderr(&o).ends_with(
@@ -443,22 +395,7 @@ fn a_command_that_cannot_run_under_ptrace_fails_the_record_and_says_why() {
     );
     assert!(out.exists(), "the trace is kept");
     // As the message says: without ptrace it runs.
-    let o = tracer_cli(&[
-        "record",
-        "-q",
-        "--no-ptrace",
-        "-B",
-        &name,
-        "-e",
-        "sched:sched_process_exec",
-        "-o",
-        out.to_str().unwrap(),
-        "--",
-        "strace",
-        "-o",
-        "/dev/null",
-        "true",
-    ]);
+    let o = record_strace(false);
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
