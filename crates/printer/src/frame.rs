@@ -1,6 +1,6 @@
 //! The one way a stack frame is written, in each place it appears.
 
-use ustack_stitch::symbols::Frame;
+use ustack_symbolize::Frame;
 
 /// Where a frame is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +54,7 @@ mod tests {
             symbol: sym.map(Into::into),
             offset: off,
             object: obj.map(Into::into),
+            file_offset: None,
             location: loc.map(Into::into),
         }
     }

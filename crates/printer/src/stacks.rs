@@ -14,10 +14,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use ustack_stitch::symbols::Frame;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
 use ustack_stitch::{file, GroupKind, Status};
+use ustack_symbolize::Frame;
 use ustack_tracedata::TraceFile;
 
 use crate::frame::{format_frame, FrameStyle};

@@ -115,7 +115,7 @@ impl MapsStore {
     /// Reads `/proc/TGID/{comm,maps}` now and merges it.
     pub fn read(&self, tgid: u32) -> bool {
         let taken = Instant::now();
-        match ProcMap::read_proc(tgid) {
+        match ustack_symbolize::procfs::read_proc_map(tgid) {
             Ok(m) if !m.maps.is_empty() => {
                 self.add(m, taken);
                 true
@@ -200,14 +200,7 @@ pub struct MapsTracker {
     store: MapsStore,
 }
 
-/// The thread group (process) of task `pid`, from `/proc/PID/status`.
-pub(crate) fn tgid_of(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-}
+pub(crate) use ustack_symbolize::procfs::tgid_of;
 
 impl MapsTracker {
     /// Tracks `roots` (polled, with their descendants).
@@ -482,6 +475,7 @@ mod tests {
                     path: path.into(),
                 })
                 .collect(),
+            threads: vec![],
         }
     }
 
