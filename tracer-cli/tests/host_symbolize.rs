@@ -17,8 +17,18 @@ use std::process::Command;
 type Syms = Vec<(u64, u64, Vec<String>)>;
 
 fn nm(file: &Path) -> Syms {
+    let syms = nm_with(file, &[]);
+    if syms.is_empty() {
+        // No .symtab (a distribution library): its dynamic symbols.
+        return nm_with(file, &["-D"]);
+    }
+    syms
+}
+
+fn nm_with(file: &Path, extra: &[&str]) -> Syms {
     let out = Command::new("nm")
         .args(["-n", "-S", "--defined-only"])
+        .args(extra)
         .arg(file)
         .output()
         .expect("run nm");
@@ -187,7 +197,8 @@ fn score(json: &str, truth: &mut Truth) -> (Score, Vec<String>) {
     (s, wrong)
 }
 
-/// Compiles `tests/gt/<src>` into `dir/<out>` with `flags`.
+/// Compiles `tests/gt/<src>` into `dir/<out>` with frame pointers and
+/// `flags`.
 fn cc(dir: &Path, src: &str, out: &str, flags: &[&str]) -> PathBuf {
     let gt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gt");
     let exe = dir.join(out);
@@ -198,10 +209,21 @@ fn cc(dir: &Path, src: &str, out: &str, flags: &[&str]) -> PathBuf {
         .arg("-o")
         .arg(&exe)
         .args(flags)
+        .current_dir(dir)
         .status()
         .unwrap();
     assert!(st.success(), "cc {src}");
     exe
+}
+
+/// Runs `prog args` in `dir`.
+fn run(dir: &Path, prog: &str, args: &[&str]) {
+    let st = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{prog} {args:?}");
 }
 
 /// Records `script` (run by sh in `dir`, GT_DIR set) with sync user stacks
@@ -286,6 +308,81 @@ fn threads_of_a_static_non_pie_program_beside_busybox() {
         (
             "busybox echo hi >/dev/null; ./threads 50".into(),
             HashMap::new(),
+        )
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn pie_fork_and_exec() {
+    common::host(false);
+    run_case("pie", 1, |dir| {
+        cc(dir, "pie.c", "pie", &["-pie", "-fPIE"]);
+        ("./pie plain 50".into(), HashMap::new())
+    });
+    run_case("fork-without-exec", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        ("./pie fork 50".into(), HashMap::new())
+    });
+    run_case("fork-exec", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        ("./pie forkexec 50".into(), HashMap::new())
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn processes_exiting_while_recording() {
+    common::host(false);
+    // Ten short processes one after the other, each gone long before the
+    // recording ends.
+    run_case("short-lived", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        (
+            "for i in 1 2 3 4 5 6 7 8 9 10; do ./pie plain 5; done; sleep 0.2".into(),
+            HashMap::new(),
+        )
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn shared_library_and_dlopen() {
+    common::host(false);
+    run_case("shared-library", 1, |dir| {
+        cc(dir, "lib.c", "libgt.so", &["-shared", "-fPIC"]);
+        cc(
+            dir,
+            "shlib.c",
+            "shlib",
+            &["-DLINKED", "-L.", "-lgt", "-Wl,-rpath,$ORIGIN"],
+        );
+        ("./shlib linked 50".into(), HashMap::new())
+    });
+    run_case("dlopen", 1, |dir| {
+        cc(dir, "lib.c", "libgtdl.so", &["-shared", "-fPIC"]);
+        cc(dir, "shlib.c", "shlib", &["-ldl"]);
+        ("./shlib dlopen 50".into(), HashMap::new())
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn stripped_binary_with_a_debuglink() {
+    common::host(false);
+    run_case("stripped-debuglink", 1, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        run(dir, "objcopy", &["--only-keep-debug", "pie", "pie.debug"]);
+        run(dir, "strip", &["--strip-all", "-o", "pie-stripped", "pie"]);
+        run(
+            dir,
+            "objcopy",
+            &["--add-gnu-debuglink=pie.debug", "pie-stripped"],
+        );
+        let path = dir.join("pie-stripped").to_string_lossy().into_owned();
+        (
+            "./pie-stripped plain 50".into(),
+            HashMap::from([(path, dir.join("pie.debug"))]),
         )
     });
 }
