@@ -42,8 +42,9 @@ fn report_raw(args: &[&str], file: &PathBuf) -> (String, String, bool) {
     )
 }
 
-/// The sync group's single frame: libc `write+0x4` when libc is readable.
-fn sync_frame() -> (String, String) {
+/// The sync group's single frame: libc `write+0x4` when libc is readable;
+/// then the unresolved-frames line of the whole fixture.
+fn sync_frame() -> (String, String, String) {
     match ustack_testdata::libc_functions()
         .iter()
         .find(|f| f.0 == "write")
@@ -53,9 +54,14 @@ fn sync_frame() -> (String, String) {
             (
                 format!("write+0x4 ({a:x}) {}", ustack_testdata::DEMO_LIBC),
                 "write".to_string(),
+                "2 user frames of 3 unresolved: 2 mapped file not readable as ELF".into(),
             )
         }
-        None => ("555500000042 /nonexistent/app".into(), "[app]".into()),
+        None => (
+            "555500000042 /nonexistent/app".into(),
+            "[app]".into(),
+            "3 user frames of 3 unresolved: 3 mapped file not readable as ELF".into(),
+        ),
     }
 }
 
@@ -85,8 +91,10 @@ app-100 sync complete 0.000004..0.000004 events=1 frames=1
   0.000004 [000] sys_enter: NR 3 (0, 1, 2, 3, 4, 5)
   0.000004 [000] <user stack>
       => {}
+# {}
 ",
-        sync_frame().0
+        sync_frame().0,
+        sync_frame().2
     );
     assert_eq!(out, expected);
 }

@@ -19,6 +19,8 @@ pub struct Frame {
     pub file_offset: Option<u64>,
     /// `file:line` from the object's DWARF line table, when it has one.
     pub location: Option<String>,
+    /// Why a user frame has no symbol.
+    pub unresolved: Option<crate::Unresolved>,
 }
 
 impl Frame {
@@ -31,6 +33,7 @@ impl Frame {
             object: None,
             file_offset: None,
             location: None,
+            unresolved: None,
         }
     }
 

@@ -75,6 +75,7 @@ impl KernelSymbols {
             object: module,
             file_offset: None,
             location: None,
+            unresolved: None,
         }
     }
 }

@@ -114,12 +114,15 @@ impl Symbolizer {
 
     /// Symbolizes a user address of task `pid`. `return_addr` says the
     /// address is a return address (every frame but the innermost): the
-    /// symbol is then looked up at `addr - 1`, inside the call.
+    /// symbol is then looked up at `addr - 1`, inside the call. A frame
+    /// without a symbol says why in [`Frame::unresolved`].
     pub fn user(&mut self, pid: i32, addr: u64, return_addr: bool) -> Frame {
-        self.user_frame(pid as u32, addr, return_addr).0
+        let (mut f, why) = self.user_frame(pid as u32, addr, return_addr);
+        f.unresolved = why;
+        f
     }
 
-    /// Like [`Symbolizer::user`], and why the frame has no symbol.
+    /// Like [`Symbolizer::user`], with the reason apart.
     pub fn user_frame(
         &mut self,
         pid: u32,
@@ -183,6 +186,7 @@ impl Symbolizer {
             object: Some(path),
             file_offset: r.file_offset.map(|o| o + back),
             location: r.location,
+            unresolved: None,
         };
         (frame, r.miss)
     }
