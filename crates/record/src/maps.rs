@@ -326,6 +326,19 @@ impl MapsTracker {
         }
     }
 
+    /// Adds the threads of the kernel's `saved_tgids` table (`PID TGID`
+    /// lines, filled while the `record-tgid` option is on).
+    pub fn add_saved_tgids(&mut self, text: &str) {
+        for l in text.lines() {
+            let mut w = l.split_ascii_whitespace().map(str::parse::<u32>);
+            if let (Some(Ok(tid)), Some(Ok(tgid))) = (w.next(), w.next()) {
+                if tgid != 0 {
+                    self.store.add_thread(tid, tgid);
+                }
+            }
+        }
+    }
+
     /// The merged maps of every process seen.
     pub fn into_maps(self) -> Vec<ProcMap> {
         self.store.maps()
@@ -630,6 +643,9 @@ mod tests {
         assert_eq!(maps.iter().map(|m| m.pid).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(maps[0].threads, [8, 9]);
         assert!(maps[1].threads.is_empty());
+        let mut tracker = MapsTracker::with_store(vec![], store.clone());
+        tracker.add_saved_tgids("12 5\n13 0\nbad\n14 99\n");
+        assert_eq!(store.maps()[0].threads, [8, 9, 12]);
         store.set_traced(6, true);
         assert!(store.is_traced(6) && !store.is_traced(5));
         assert_eq!(store.traced_live(), vec![6]);

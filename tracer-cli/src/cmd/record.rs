@@ -150,6 +150,9 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     }
     let results = finished?;
     let cpu_files = rec.cpu_files()?;
+    if let Ok(t) = session.fs.read("saved_tgids") {
+        maps.add_saved_tgids(&String::from_utf8_lossy(&t));
+    }
     let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
     let summary = rec.write(&args.out.output, &meta, &wopts)?;
     // The file is complete: an abort from now on must not delete it.
