@@ -386,3 +386,33 @@ fn stripped_binary_with_a_debuglink() {
         )
     });
 }
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn threads_of_a_process_started_before_the_recording() {
+    common::host(false);
+    // Not the recorder's command: found in the data, its maps read from
+    // /proc while it runs, its threads from /proc and saved_tgids.
+    let mut total = Score::default();
+    for run in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = cc(dir.path(), "threads.c", "threads", &["-no-pie", "-pthread"]);
+        let mut prog = Command::new(&exe)
+            .args(["150", "10000"])
+            .current_dir(dir.path())
+            .env("GT_DIR", dir.path())
+            .spawn()
+            .unwrap();
+        let json = record(dir.path(), "elsewhere", "sleep 1");
+        assert!(prog.wait().unwrap().success());
+        let (s, wrong) = score(&json, &mut Truth::read(dir.path(), HashMap::new()));
+        assert!(s.delivered > 0, "run {run}: no frames of the program");
+        assert_eq!(s.resolved, s.delivered, "run {run}: {wrong:?}");
+        total.resolved += s.resolved;
+        total.delivered += s.delivered;
+    }
+    eprintln!(
+        "case started-elsewhere: resolved {} / delivered {} frames in 3 runs",
+        total.resolved, total.delivered
+    );
+}
