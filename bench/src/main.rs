@@ -8,7 +8,7 @@
 //! * `tui FILE`: time until the TUI's first frame, headless (open, index,
 //!   refresh, render into ratatui's `TestBackend`).
 //! * `gen-cookie OUT GROUPS none|zstd`: a synthetic trace.dat with cookie
-//!   and deferred user stack events (`ustack_stitch::testdata::demo`).
+//!   and deferred user stack events (`ustack_testdata::demo`).
 //!
 //! Timers print one Markdown table row each, so that `run.sh` can paste
 //! them into its result table. Errors print one line and exit 1.
@@ -200,7 +200,7 @@ fn gen_cookie(args: &[String]) -> Res<()> {
         version: FileVersion::V7,
         compression,
     };
-    ustack_stitch::testdata::demo(groups, 2)
+    ustack_testdata::demo(groups, 2)
         .write_with(Path::new(out), &opts)
         .map_err(|e| e.to_string())
 }

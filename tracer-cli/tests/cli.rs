@@ -6,7 +6,7 @@
 
 use std::process::{Command, Output, Stdio};
 
-use ustack_stitch::testdata::TraceBuilder;
+use ustack_testdata::TraceBuilder;
 
 fn tracer_cli(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tracer-cli"))

@@ -842,25 +842,14 @@ type Maps = HashMap<u64, (String, Vec<(u64, u64, String)>)>;
 
 fn parse_procmaps(text: &str) -> Maps {
     let mut out: Maps = HashMap::new();
-    let mut lines = text.lines();
-    while let Some(h) = lines.next() {
-        let mut it = h.split_whitespace();
-        let (Some(p), Some(n), comm) = (it.next(), it.next(), it.next()) else {
-            continue;
-        };
-        let (Ok(p), Ok(n)) = (u64::from_str_radix(p, 16), usize::from_str_radix(n, 16)) else {
-            panic!("bad PROCMAPS entry header {h:?}");
-        };
-        assert!(!out.contains_key(&p), "two PROCMAPS entries for pid {p}");
-        let e = out.entry(p).or_default();
-        e.0 = comm.unwrap_or("").to_string();
-        for _ in 0..n {
-            let l = lines.next().expect("PROCMAPS entry cut short");
-            let mut f = l.split_whitespace();
-            let s = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
-            let end = u64::from_str_radix(f.next().unwrap(), 16).unwrap();
-            e.1.push((s, end, f.next().unwrap().to_string()));
-        }
+    for p in ustack_tracedata::ProcMap::parse_all(text) {
+        let maps = p
+            .maps
+            .into_iter()
+            .map(|m| (m.start, m.end, m.path))
+            .collect();
+        let old = out.insert(p.pid as u64, (p.comm, maps));
+        assert!(old.is_none(), "two PROCMAPS entries for pid {}", p.pid);
     }
     out
 }

@@ -3,7 +3,7 @@
 //! SIGFPE printing it, and so does `trace-cmd report`. `tracer-cli report`
 //! and `report --stacks` must exit normally and print every event, the
 //! refused ones as libtraceevent prints an event whose print fmt it cannot
-//! parse. Built from `ustack_stitch::testdata::fixture()` with the format text
+//! parse. Built from `ustack_testdata::fixture()` with the format text
 //! edited in place (same length, the file stays valid). No root needed;
 //! the comparison with trace-cmd is skipped without it (fails under
 //! `CI=true`).
@@ -17,7 +17,7 @@ use std::process::Command;
 fn edited(dir: &Path, name: &str, from: &str, to: &str) -> PathBuf {
     assert_eq!(from.len(), to.len());
     let p = dir.join(name);
-    ustack_stitch::testdata::fixture().write(&p).unwrap();
+    ustack_testdata::fixture().write(&p).unwrap();
     let mut b = std::fs::read(&p).unwrap();
     let mut n = 0;
     for i in 0..=b.len() - from.len() {
@@ -90,10 +90,10 @@ CPU:1 [9 EVENTS DROPPED]
 }
 
 fn user_stack_addr() -> String {
-    let a = ustack_stitch::testdata::libc_functions()
+    let a = ustack_testdata::libc_functions()
         .iter()
         .find(|f| f.0 == "write")
-        .map(|f| ustack_stitch::testdata::DEMO_LIBC_BASE + f.1 + 4)
+        .map(|f| ustack_testdata::DEMO_LIBC_BASE + f.1 + 4)
         .unwrap_or(0x5555_0000_0042);
     format!("{a:#x}")
 }

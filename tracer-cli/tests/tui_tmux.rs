@@ -127,7 +127,7 @@ fn have_tmux() -> bool {
 
 fn trace(dir: &Path) -> PathBuf {
     let p = dir.join("tmux.dat");
-    ustack_stitch::testdata::fixture().write(&p).unwrap();
+    ustack_testdata::fixture().write(&p).unwrap();
     p
 }
 

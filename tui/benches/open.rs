@@ -16,9 +16,7 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("tui-bench-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.dat");
-    ustack_stitch::testdata::demo(groups, 4)
-        .write(&path)
-        .unwrap();
+    ustack_testdata::demo(groups, 4).write(&path).unwrap();
     for round in 0..3 {
         let t = Instant::now();
         let (mut app, mut src) = ustack_tui::open(&path, None, (160, 50)).unwrap();

@@ -6,10 +6,10 @@
 
 use ustack_printer::frame::{format_frame, FrameStyle};
 use ustack_printer::group::{fmt_ts, header, status_note};
-use ustack_stitch::symbols::Frame;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
+use ustack_symbolize::Frame;
 
 use crate::app::{DroppedBefore, EventDetail};
 

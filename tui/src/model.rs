@@ -1,8 +1,8 @@
 //! The plain-data types of the TUI state and the messages that update it.
 
 use ratatui::layout::Rect;
-use ustack_stitch::symbols::Frame;
 use ustack_stitch::view::GroupDetail;
+use ustack_symbolize::Frame;
 
 /// Which list is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! `/` search: the next row whose text, or one of whose stack frames,
 //! contains the pattern.
 
-use ustack_stitch::symbols::Frame;
+use ustack_symbolize::Frame;
 
 use crate::app::{App, Tab};
 use crate::lines;

@@ -2,9 +2,9 @@
 //! symbolized group details.
 
 use ustack_stitch::file;
-use ustack_stitch::symbols::{Frame, Symbolizer};
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
+use ustack_symbolize::{Frame, Symbolizer};
 use ustack_tracedata::TraceFile;
 
 /// Lazy access to record payloads and symbols.

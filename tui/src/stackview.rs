@@ -2,7 +2,7 @@
 //! and the call tree.
 
 use ustack_stitch::stitcher::StackId;
-use ustack_stitch::symbols::Frame;
+use ustack_symbolize::Frame;
 
 use crate::app::App;
 use crate::lines;

@@ -1,6 +1,6 @@
 //! The one way a stack frame is written, in each place it appears.
 
-use ustack_stitch::symbols::Frame;
+use ustack_symbolize::Frame;
 
 /// Where a frame is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -9,7 +9,8 @@ pub enum FrameStyle {
     /// `addr [module]` without a symbol.
     Kernel,
     /// A user frame in a text block: `sym+0xoff (addr) object at
-    /// file:line`, or `addr object` without a symbol.
+    /// file:line`, or `addr object+0xfileoffset` without a symbol (`addr
+    /// object` when the file could not be read).
     User,
     /// One element of a folded stack: the function alone, else
     /// `[object file name]`, else `0xaddr`.
@@ -34,6 +35,10 @@ pub fn format_frame(f: &Frame, style: FrameStyle) -> String {
         (FrameStyle::User, Some(o)) => {
             s.push(' ');
             s.push_str(o);
+            // No symbol: the offset in the file, as perf shows it.
+            if let (None, Some(off)) = (&f.symbol, f.file_offset) {
+                s.push_str(&format!("+{off:#x}"));
+            }
         }
         _ => {}
     }
@@ -54,7 +59,9 @@ mod tests {
             symbol: sym.map(Into::into),
             offset: off,
             object: obj.map(Into::into),
+            file_offset: None,
             location: loc.map(Into::into),
+            unresolved: None,
         }
     }
 
@@ -76,6 +83,14 @@ mod tests {
             "7f001234 /usr/lib/libc.so.6"
         );
         assert_eq!(format_frame(&bare, FrameStyle::Folded), "[libc.so.6]");
+        let stripped = Frame {
+            file_offset: Some(0x2a34),
+            ..frame(None, 0, Some("/usr/bin/app"), None)
+        };
+        assert_eq!(
+            format_frame(&stripped, FrameStyle::User),
+            "7f001234 /usr/bin/app+0x2a34"
+        );
         let none = frame(None, 0, None, None);
         assert_eq!(format_frame(&none, FrameStyle::Kernel), "7f001234");
         assert_eq!(format_frame(&none, FrameStyle::Folded), "0x7f001234");

@@ -14,10 +14,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use serde::Serialize;
-use ustack_stitch::symbols::Frame;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
 use ustack_stitch::{file, GroupKind, Status};
+use ustack_symbolize::{Frame, Unresolved};
 use ustack_tracedata::TraceFile;
 
 use crate::frame::{format_frame, FrameStyle};
@@ -62,6 +62,31 @@ pub struct Written {
     /// The trace data ended early with this error; the groups read before
     /// it were written (the text says so in a final comment line).
     pub cut_short: Option<String>,
+    /// User frames written.
+    pub user_frames: usize,
+    /// User frames without a symbol, by reason (the text says so in a
+    /// final comment line).
+    pub unresolved: BTreeMap<Unresolved, usize>,
+}
+
+impl Written {
+    /// `N frames of M unresolved: n1 reason1, n2 reason2`, or `None` when
+    /// every user frame has a symbol.
+    pub fn unresolved_line(&self) -> Option<String> {
+        let n: usize = self.unresolved.values().sum();
+        let why: Vec<String> = self
+            .unresolved
+            .iter()
+            .map(|(r, k)| format!("{k} {}", r.reason()))
+            .collect();
+        (n > 0).then(|| {
+            format!(
+                "{n} user frames of {} unresolved: {}",
+                self.user_frames,
+                why.join(", ")
+            )
+        })
+    }
 }
 
 /// Writes the stitched view of the first buffer with data of `f`, one
@@ -72,25 +97,37 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer(f).with_root(view.symfs.clone());
     let mut texts = view::Texts::for_file(f);
+    let mut written = Written::default();
+    let counts = &mut written;
     let details = idx.stitched.groups.iter().map(|g| {
-        view::detail(
+        let d = view::detail(
             &idx,
             g,
             |s| file::record(f, buf, &idx.events[s as usize]),
             &mut texts,
             &mut sym,
-        )
+        );
+        counts.user_frames += d.user_frames.len();
+        for why in d.user_frames.iter().filter_map(|f| f.unresolved) {
+            *counts.unresolved.entry(why).or_default() += 1;
+        }
+        d
     });
     match mode {
         Mode::Text => text(&idx, details, nsec, out)?,
         Mode::Json => json(&idx, details, out)?,
         Mode::Folded => folded(details, out)?,
     }
-    let cut_short = idx.error.as_ref().map(|e| e.to_string());
-    if let (Some(e), Mode::Text) = (&cut_short, mode) {
-        writeln!(out, "# trace data cut short: {e}")?;
+    written.cut_short = idx.error.as_ref().map(|e| e.to_string());
+    if mode == Mode::Text {
+        if let Some(line) = written.unresolved_line() {
+            writeln!(out, "# {line}")?;
+        }
+        if let Some(e) = &written.cut_short {
+            writeln!(out, "# trace data cut short: {e}")?;
+        }
     }
-    Ok(Written { cut_short })
+    Ok(written)
 }
 
 fn drops_text(idx: &Index) -> String {
@@ -150,6 +187,9 @@ struct JsonFrame<'a> {
     symbol: &'a Option<String>,
     offset: u64,
     object: &'a Option<String>,
+    /// Offset in the object's file, for frames without a symbol.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file_offset: Option<String>,
     location: &'a Option<String>,
 }
 
@@ -160,6 +200,10 @@ fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
             symbol: &f.symbol,
             offset: f.offset,
             object: &f.object,
+            file_offset: f
+                .file_offset
+                .filter(|_| f.symbol.is_none())
+                .map(|o| format!("{o:#x}")),
             location: &f.location,
         })
         .collect()

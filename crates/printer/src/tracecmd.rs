@@ -290,7 +290,7 @@ mod tests {
     fn pid_cpu_and_name_columns() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.dat");
-        let mut b = ustack_stitch::testdata::TraceBuilder::new(1);
+        let mut b = ustack_testdata::TraceBuilder::new(1);
         for (i, pid) in [0, 7, 12345, 1234567, -1, -42_000].into_iter().enumerate() {
             b.sys_enter(0, 1_000 + i as u64, pid, 1);
         }
@@ -323,7 +323,7 @@ mod tests {
     fn formats_registered_on_first_use_print_the_same() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.dat");
-        let mut b = ustack_stitch::testdata::TraceBuilder::new(2);
+        let mut b = ustack_testdata::TraceBuilder::new(2);
         b.comm(10, "alpha")
             .sched_switch(0, 1_000, (10, "alpha"), (0, "swapper/0"))
             .sys_enter(1, 2_000, 10, 39)

@@ -5,7 +5,7 @@
 //! ([`StackPidScanner`]).
 
 use anyhow::{Context, Result};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -68,6 +68,9 @@ struct MapsState {
     /// Processes of the ptrace'd command tree still alive: polled too, to
     /// catch mappings made and removed between their exec and exit.
     traced_live: HashSet<u32>,
+    /// The threads known of each process (tgid -> tids): saved with its
+    /// maps so that a reader resolves a thread through its process.
+    threads: BTreeMap<u32, BTreeSet<u32>>,
 }
 
 /// The process maps gathered during one recording, shared between the
@@ -112,15 +115,27 @@ impl MapsStore {
         }
     }
 
-    /// Reads `/proc/TGID/{comm,maps}` now and merges it.
+    /// Reads `/proc/TGID/{comm,maps}` and its live threads now and merges
+    /// them.
     pub fn read(&self, tgid: u32) -> bool {
         let taken = Instant::now();
-        match ProcMap::read_proc(tgid) {
+        let read = match ustack_symbolize::procfs::read_proc_map(tgid) {
             Ok(m) if !m.maps.is_empty() => {
                 self.add(m, taken);
                 true
             }
             _ => false,
+        };
+        for tid in ustack_symbolize::procfs::threads_of(tgid) {
+            self.add_thread(tid, tgid);
+        }
+        read
+    }
+
+    /// Notes that task `tid` belongs to process `tgid`.
+    pub fn add_thread(&self, tid: u32, tgid: u32) {
+        if tid != tgid {
+            self.lock().threads.entry(tgid).or_default().insert(tid);
         }
     }
 
@@ -175,12 +190,20 @@ impl MapsStore {
         self.lock().traced_live.iter().copied().collect()
     }
 
-    /// The merged maps, by pid.
+    /// The merged maps, by pid, each with the threads known of it.
     pub fn maps(&self) -> Vec<ProcMap> {
-        self.lock()
-            .maps
-            .values()
-            .map(|e| e.merged.clone())
+        let st = self.lock();
+        st.maps
+            .iter()
+            .map(|(tgid, e)| {
+                let mut m = e.merged.clone();
+                m.threads = st
+                    .threads
+                    .get(tgid)
+                    .map(|t| t.iter().copied().collect())
+                    .unwrap_or_default();
+                m
+            })
             .collect()
     }
 }
@@ -200,14 +223,7 @@ pub struct MapsTracker {
     store: MapsStore,
 }
 
-/// The thread group (process) of task `pid`, from `/proc/PID/status`.
-pub(crate) fn tgid_of(pid: u32) -> Option<u32> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-}
+pub(crate) use ustack_symbolize::procfs::tgid_of;
 
 impl MapsTracker {
     /// Tracks `roots` (polled, with their descendants).
@@ -292,6 +308,7 @@ impl MapsTracker {
             return;
         }
         let Some(tgid) = tgid_of(pid) else { return };
+        self.store.add_thread(pid, tgid);
         // The ptrace'd tree is snapshotted at its execs and exits already.
         if self.store.is_traced(tgid) {
             return;
@@ -306,6 +323,19 @@ impl MapsTracker {
     pub fn refresh_seen(&mut self) {
         for &tgid in &self.seen {
             self.store.read(tgid);
+        }
+    }
+
+    /// Adds the threads of the kernel's `saved_tgids` table (`PID TGID`
+    /// lines, filled while the `record-tgid` option is on).
+    pub fn add_saved_tgids(&mut self, text: &str) {
+        for l in text.lines() {
+            let mut w = l.split_ascii_whitespace().map(str::parse::<u32>);
+            if let (Some(Ok(tid)), Some(Ok(tgid))) = (w.next(), w.next()) {
+                if tgid != 0 {
+                    self.store.add_thread(tid, tgid);
+                }
+            }
         }
     }
 
@@ -482,6 +512,7 @@ mod tests {
                     path: path.into(),
                 })
                 .collect(),
+            threads: vec![],
         }
     }
 
@@ -603,6 +634,18 @@ mod tests {
                 &[(0x1800, 0x2800, "/bin/ls"), (0x3000, 0x4000, "/lib/libc")]
             )
         );
+        // Threads are saved with their process, never as processes.
+        store.add_thread(9, 5);
+        store.add_thread(8, 5);
+        store.add_thread(5, 5);
+        store.add_thread(10, 11);
+        let maps = store.maps();
+        assert_eq!(maps.iter().map(|m| m.pid).collect::<Vec<_>>(), [5, 6]);
+        assert_eq!(maps[0].threads, [8, 9]);
+        assert!(maps[1].threads.is_empty());
+        let mut tracker = MapsTracker::with_store(vec![], store.clone());
+        tracker.add_saved_tgids("12 5\n13 0\nbad\n14 99\n");
+        assert_eq!(store.maps()[0].threads, [8, 9, 12]);
         store.set_traced(6, true);
         assert!(store.is_traced(6) && !store.is_traced(5));
         assert_eq!(store.traced_live(), vec![6]);

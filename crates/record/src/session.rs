@@ -155,6 +155,12 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
             opts.user_stacks == UserStacks::Deferred,
         ),
     ];
+    // Threads of the processes with user stacks: the kernel's pid -> tgid
+    // table (`saved_tgids`, read at the end) knows threads that exited
+    // before the recorder looked at /proc.
+    if opts.user_stacks != UserStacks::Off && inst.has_option("record-tgid") {
+        want.push(("record-tgid".into(), true));
+    }
     for o in &opts.options {
         match o.strip_prefix("no") {
             Some(name) if inst.has_option(name) && !inst.has_option(o) => {

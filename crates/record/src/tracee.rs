@@ -321,6 +321,7 @@ impl Tracer {
     }
 
     fn add_task(&mut self, tid: i32, tgid: i32) {
+        self.store.add_thread(tid as u32, tgid as u32);
         if self.tasks.insert(tid, tgid).is_none() {
             let n = self.group_size.entry(tgid).or_insert(0);
             *n += 1;

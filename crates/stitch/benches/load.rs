@@ -15,9 +15,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("bench.dat");
     let t = Instant::now();
-    ustack_stitch::testdata::demo(groups, 4)
-        .write(&path)
-        .unwrap();
+    ustack_testdata::demo(groups, 4).write(&path).unwrap();
     let size = std::fs::metadata(&path).unwrap().len();
     println!("write: {groups} groups, {size} bytes in {:?}", t.elapsed());
 

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 use ustack_tracedata::reader::{Buffer, TraceFile};
 use ustack_tracedata::Record;
 
-use crate::symbols::{ProcMaps, Symbolizer};
 use crate::trace::{Comms, EventMeta, Index, Locator};
+use ustack_symbolize::{AddressSpaces, Symbolizer};
 
 /// Error of the file adapter.
 #[derive(Debug)]
@@ -92,10 +92,7 @@ pub fn records<'f>(
 
 /// A symbolizer over the kallsyms and PROCMAPS saved in `file`.
 pub fn symbolizer(file: &TraceFile) -> Symbolizer {
-    let maps = file
-        .procmaps()
-        .map(|t| ProcMaps::parse_procmaps(&t))
-        .unwrap_or_default();
+    let maps = AddressSpaces::new(file.proc_maps());
     let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
     Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
 }

@@ -23,16 +23,13 @@
 //!   compact per-event index (24 bytes per event) the views share.
 //! * [`file`](mod@file): the same straight from a `TraceFile` (one pass), finding a
 //!   record again from its index entry, and a symbolizer for the file.
-//! * [`symbols`]: lazy, cached symbolization of kernel addresses (kallsyms
-//!   saved in the file) and user addresses (PROCMAPS saved in the file or
-//!   `/proc/PID/maps`, then ELF symbol tables, Rust names demangled).
 //! * [`view`] and [`printfmt`]: display-ready groups (event text as
 //!   `trace-cmd report` prints it, symbolized frames), shared by
-//!   `tracer-cli report --stacks` and the TUI.
-//! * [`testdata`]: synthetic trace.dat files (cookies, deferred and stock
-//!   stacks, losses) built from hand-made ring-buffer pages, for tests
-//!   anywhere in the workspace without root; `examples/gen_trace.rs` writes
-//!   a demo file of any size.
+//!   `tracer-cli report --stacks` and the TUI, symbolized by
+//!   `ustack-symbolize`.
+//!
+//! Tests build their traces with the `ustack-testdata` crate (a
+//! dev-dependency only).
 //!
 //! Quick use:
 //!
@@ -52,8 +49,6 @@
 pub mod file;
 pub mod printfmt;
 pub mod stitcher;
-pub mod symbols;
-pub mod testdata;
 pub mod trace;
 pub mod view;
 

@@ -6,8 +6,8 @@ use ustack_tracedata::{Record, TraceFile};
 
 use crate::printfmt::InfoPrinter;
 use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
-use crate::symbols::{Frame, Symbolizer};
 use crate::trace::{fields_text, Index};
+use ustack_symbolize::{Frame, Symbolizer};
 
 /// The cookie in hex, `-` for synchronous groups.
 pub fn fmt_cookie(g: &Group) -> String {
@@ -171,7 +171,7 @@ pub fn detail<'r>(
         })
         .unwrap_or_default();
     let comm = match idx.comms.get(g.pid) {
-        "<...>" => sym.maps().comm(g.pid).unwrap_or("<...>").to_string(),
+        "<...>" => sym.maps().comm(g.pid as u32).unwrap_or("<...>").to_string(),
         c => c.to_string(),
     };
     GroupDetail {

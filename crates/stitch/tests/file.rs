@@ -2,14 +2,14 @@
 //! stitcher.
 
 use ustack_stitch::file;
-use ustack_stitch::testdata::ID_SYS_ENTER;
 use ustack_stitch::Status;
+use ustack_testdata::ID_SYS_ENTER;
 use ustack_tracedata::reader::TraceFile;
 
-use ustack_stitch::testdata::{FIXTURE_COOKIE_A as COOKIE_A, FIXTURE_COOKIE_B as COOKIE_B};
+use ustack_testdata::{FIXTURE_COOKIE_A as COOKIE_A, FIXTURE_COOKIE_B as COOKIE_B};
 
 fn build(path: &std::path::Path) {
-    ustack_stitch::testdata::fixture().write(path).unwrap();
+    ustack_testdata::fixture().write(path).unwrap();
 }
 
 #[test]
@@ -114,7 +114,7 @@ fn synthetic_file_is_indexed_and_stitched() {
 fn loss_of_unknown_size_takes_the_kernel_count_from_cpustat() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.dat");
-    let mut b = ustack_stitch::testdata::TraceBuilder::new(3);
+    let mut b = ustack_testdata::TraceBuilder::new(3);
     b.sys_enter(0, 1000, 42, 35)
         .lost(0, None)
         .sys_enter(0, 2000, 42, 35)

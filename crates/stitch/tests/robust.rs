@@ -1,10 +1,11 @@
 //! Garbage in, no panic out: random records (special event ids with short
 //! or corrupt payloads, random losses) through the index and the views.
 
-use ustack_stitch::symbols::{ProcMaps, Symbolizer};
-use ustack_stitch::testdata;
 use ustack_stitch::trace::{Comms, Index, Locator};
+use ustack_symbolize::{AddressSpaces, Symbolizer};
+use ustack_testdata as testdata;
 use ustack_tracedata::reader::Item;
+use ustack_tracedata::ProcMap;
 use ustack_tracedata::{EventFormat, Record};
 
 fn formats() -> Vec<EventFormat> {
@@ -68,7 +69,9 @@ fn random_records_do_not_panic() {
         assert_eq!(idx.events.len(), 50);
         let mut sym = Symbolizer::new(
             Some(testdata::KALLSYMS.to_string()),
-            ProcMaps::parse_procmaps("zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n"),
+            AddressSpaces::new(ProcMap::parse_all(
+                "zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n",
+            )),
         );
         for g in &idx.stitched.groups {
             let d = ustack_stitch::view::detail(

@@ -5,6 +5,8 @@
 //! - [`format`](mod@format) parses a tracefs event `format` file into an [`format::EventFormat`];
 //! - [`header`] parses `events/header_page` and `events/header_event`;
 //! - [`page`] decodes one ring-buffer page as read from `trace_pipe_raw`;
+//! - [`procmaps`] parses and writes process memory maps (`/proc/PID/maps`
+//!   text, PROCMAPS options);
 //! - [`record`] gives typed access to the fields of one event;
 //! - [`dat`] holds the trace.dat constants shared by the reader and the writer;
 //! - [`reader`] opens trace.dat files (v6 and v7, uncompressed, zlib or zstd)
@@ -42,11 +44,13 @@ pub mod error;
 pub mod format;
 pub mod header;
 pub mod page;
+pub mod procmaps;
 pub mod reader;
 pub mod record;
 pub mod writer;
 
 pub use error::{Error, Result};
 pub use format::{EventFormat, Field, FieldKind};
+pub use procmaps::{LibMap, ProcMap};
 pub use reader::{Buffer, Item, TraceFile};
 pub use record::Record;

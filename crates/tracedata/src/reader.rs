@@ -1068,6 +1068,14 @@ impl TraceFile {
         (!all.is_empty()).then(|| all.concat())
     }
 
+    /// The processes of the PROCMAPS options, parsed (empty when there are
+    /// none).
+    pub fn proc_maps(&self) -> Vec<crate::procmaps::ProcMap> {
+        self.procmaps()
+            .map(|t| crate::procmaps::ProcMap::parse_all(&t))
+            .unwrap_or_default()
+    }
+
     /// Buffers: the top one (if the file has it) first, then instances.
     pub fn buffers(&self) -> &[Buffer] {
         &self.buffers

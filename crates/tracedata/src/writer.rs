@@ -85,102 +85,7 @@ pub struct EventSystem {
     pub formats: Vec<Vec<u8>>,
 }
 
-/// One mapping of a process, as stored in the PROCMAPS option.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LibMap {
-    /// First address of the mapping.
-    pub start: u64,
-    /// End address (exclusive) of the mapping.
-    pub end: u64,
-    /// The mapped file (or `[heap]`, `[stack]`, `[vdso]`, ...). No whitespace:
-    /// trace-cmd reads it with `%s`.
-    pub path: String,
-}
-
-/// The memory map of one process, stored as one PROCMAPS option so that
-/// user-space addresses of its stacks can be symbolized later.
-///
-/// The text follows trace-cmd's layout, all numbers in hex:
-/// `"<pid> <count> <comm>\n"` then `"<start> <end> <path>\n"` per mapping,
-/// NUL-terminated.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProcMap {
-    /// The process id.
-    pub pid: u32,
-    /// The command name (whitespace is replaced by `_` when written).
-    pub comm: String,
-    /// The file-backed and special mappings.
-    pub maps: Vec<LibMap>,
-}
-
-impl ProcMap {
-    /// Builds a map from the text of `/proc/<pid>/maps`.
-    ///
-    /// Keeps the mappings that have a path, and merges consecutive mappings
-    /// of the same path into one range, as trace-cmd does. Lines that do not
-    /// parse are skipped.
-    pub fn from_maps_text(pid: u32, comm: &str, maps: &str) -> ProcMap {
-        let mut out: Vec<LibMap> = Vec::new();
-        for line in maps.lines() {
-            let mut it = line.split_whitespace();
-            let (Some(range), Some(_perms), Some(_off), Some(_dev), Some(_inode)) =
-                (it.next(), it.next(), it.next(), it.next(), it.next())
-            else {
-                continue;
-            };
-            let path: Vec<&str> = it.collect();
-            if path.is_empty() {
-                continue;
-            }
-            let path = path.join("_");
-            let Some((s, e)) = range.split_once('-') else {
-                continue;
-            };
-            let (Ok(start), Ok(end)) = (u64::from_str_radix(s, 16), u64::from_str_radix(e, 16))
-            else {
-                continue;
-            };
-            match out.last_mut() {
-                Some(last) if last.path == path => {
-                    last.start = last.start.min(start);
-                    last.end = last.end.max(end);
-                }
-                _ => out.push(LibMap { start, end, path }),
-            }
-        }
-        ProcMap {
-            pid,
-            comm: comm.trim().to_string(),
-            maps: out,
-        }
-    }
-
-    /// Reads `/proc/<pid>/comm` and `/proc/<pid>/maps` of a live process.
-    pub fn read_proc(pid: u32) -> Result<ProcMap> {
-        let comm_path = PathBuf::from(format!("/proc/{pid}/comm"));
-        let comm = std::fs::read_to_string(&comm_path).map_err(|e| Error::io(&comm_path, e))?;
-        let maps_path = PathBuf::from(format!("/proc/{pid}/maps"));
-        let maps = std::fs::read_to_string(&maps_path).map_err(|e| Error::io(&maps_path, e))?;
-        Ok(ProcMap::from_maps_text(pid, &comm, &maps))
-    }
-
-    /// The option text (without the trailing NUL).
-    pub fn to_text(&self) -> String {
-        let comm: String = if self.comm.is_empty() {
-            "<...>".to_string()
-        } else {
-            self.comm
-                .chars()
-                .map(|c| if c.is_whitespace() { '_' } else { c })
-                .collect()
-        };
-        let mut s = format!("{:x} {:x} {}\n", self.pid, self.maps.len(), comm);
-        for m in &self.maps {
-            s.push_str(&format!("{:x} {:x} {}\n", m.start, m.end, m.path));
-        }
-        s
-    }
-}
+pub use crate::procmaps::{LibMap, ProcMap};
 
 /// Everything in a trace.dat file except the page data.
 ///
@@ -842,6 +747,7 @@ mod tests {
                 end: 0x6000,
                 path: "/bin/x".into(),
             }],
+            threads: vec![],
         });
         m.trace_id = Some(7);
         let mut stats0 = CpuData::new(0, "/nonexistent");
@@ -873,43 +779,6 @@ mod tests {
         assert_eq!(opts[5].1, b"CPU: 0\nentries: 1\n\0");
         assert_eq!(opts[6].1, b"1234 1 my_prog\n5000 6000 /bin/x\n\0");
         assert_eq!(opts[7].1, [2, 0, 0, 0]);
-    }
-
-    #[test]
-    fn procmaps_from_proc_text_merges_same_file() {
-        let text = "\
-55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/prog
-55d0c0001000-55d0c0005000 r-xp 00001000 08:01 123 /usr/bin/prog
-55d0c0100000-55d0c0200000 rw-p 00000000 00:00 0 [heap]
-7f0000000000-7f0000001000 rw-p 00000000 00:00 0
-7f0000001000-7f0000002000 r-xp 00000000 08:01 9 /lib/with space.so
-garbage line
-";
-        let p = ProcMap::from_maps_text(42, "prog\n", text);
-        assert_eq!(p.comm, "prog");
-        assert_eq!(
-            p.maps,
-            vec![
-                LibMap {
-                    start: 0x55d0c0000000,
-                    end: 0x55d0c0005000,
-                    path: "/usr/bin/prog".into()
-                },
-                LibMap {
-                    start: 0x55d0c0100000,
-                    end: 0x55d0c0200000,
-                    path: "[heap]".into()
-                },
-                LibMap {
-                    start: 0x7f0000001000,
-                    end: 0x7f0000002000,
-                    path: "/lib/with_space.so".into()
-                },
-            ]
-        );
-        assert!(p
-            .to_text()
-            .starts_with("2a 3 prog\n55d0c0000000 55d0c0005000 /usr/bin/prog\n"));
     }
 
     #[test]

@@ -222,7 +222,11 @@ fn host_meta(inst: &Instance) -> TraceMeta {
         trace_clock: Some(inst.read("trace_clock")),
         version: None,
         cpu_count: inst.cpus(),
-        procmaps: vec![ProcMap::read_proc(std::process::id()).expect("own maps")],
+        procmaps: vec![ProcMap::from_proc_maps(
+            std::process::id(),
+            "writer_host",
+            &std::fs::read_to_string("/proc/self/maps").expect("own maps"),
+        )],
         trace_id: Some(0x1234_5678_9abc_def0),
     }
 }

@@ -99,11 +99,13 @@ fn meta() -> TraceMeta {
                     end: 0x5555_0001_0000,
                     path: "/usr/bin/sampler".into(),
                 }],
+                threads: vec![4245, 4244],
             },
             ProcMap {
                 pid: 4243,
                 comm: "other".into(),
                 maps: vec![],
+                threads: vec![],
             },
         ],
         trace_id: None,
@@ -253,16 +255,20 @@ fn reader_gets_back_everything() {
         assert_eq!(
             procmaps,
             [
-                "1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\n\0",
+                "1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\ntasks: 1095 1094\n\0",
                 "1093 0 other\n\0"
             ],
             "{tag}"
         );
         assert_eq!(
             t.procmaps().as_deref(),
-            Some("1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\n1093 0 other\n"),
+            Some("1092 1 sampler\n555500000000 555500010000 /usr/bin/sampler\ntasks: 1095 1094\n1093 0 other\n"),
             "{tag}: all processes"
         );
+        let parsed = t.proc_maps();
+        assert_eq!(parsed.len(), 2, "{tag}");
+        assert_eq!(parsed[0].threads, [4244, 4245], "{tag}");
+        assert_eq!(parsed[1].pid, 4243, "{tag}");
         let fmt = t
             .formats()
             .by_name("ustacktest", "sample")

@@ -180,6 +180,9 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         }
     };
     let cpu_files = rec.cpu_files()?;
+    if let Ok(t) = session.fs.read("saved_tgids") {
+        maps.add_saved_tgids(&String::from_utf8_lossy(&t));
+    }
     let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
     reserve.release();
     let summary = rec.write(&args.out.output, &meta, &wopts);

@@ -6,10 +6,10 @@ use std::path::PathBuf;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
-use ustack_stitch::symbols::Frame;
-use ustack_stitch::testdata;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
+use ustack_symbolize::Frame;
+use ustack_testdata as testdata;
 use ustack_tui::app::{App, Msg, Prompt};
 use ustack_tui::source::{FileSource, Source};
 
@@ -20,7 +20,7 @@ pub struct Fixture {
     pub path: PathBuf,
 }
 
-/// Writes `ustack_stitch::testdata::fixture()` (or the demo with `groups`).
+/// Writes `ustack_testdata::fixture()` (or the demo with `groups`).
 pub fn fixture(demo_groups: Option<usize>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fixture.dat");

@@ -7,7 +7,7 @@
 //! the formats, kallsyms, saved_cmdlines and PROCMAPS a recorder would save.
 //!
 //! ```no_run
-//! use ustack_stitch::testdata::TraceBuilder;
+//! use ustack_testdata::TraceBuilder;
 //! let mut t = TraceBuilder::new(2);
 //! t.comm(42, "app");
 //! t.sys_enter(0, 1_000, 42, 1);
@@ -189,6 +189,15 @@ impl TraceBuilder {
         self
     }
 
+    /// Lists `threads` as tasks of process `pid` in its PROCMAPS entry
+    /// (added by [`TraceBuilder::procmap`] before).
+    pub fn threads(&mut self, pid: u32, threads: &[u32]) -> &mut Self {
+        if let Some(p) = self.procmaps.iter_mut().rev().find(|p| p.pid == pid) {
+            p.threads.extend_from_slice(threads);
+        }
+        self
+    }
+
     /// Adds a PROCMAPS entry (trace-cmd layout: each file's load base).
     pub fn procmap(&mut self, pid: u32, comm: &str, maps: &[(u64, u64, &str)]) -> &mut Self {
         self.procmaps.push(ProcMap {
@@ -202,6 +211,7 @@ impl TraceBuilder {
                     path: path.to_string(),
                 })
                 .collect(),
+            threads: Vec::new(),
         });
         self
     }

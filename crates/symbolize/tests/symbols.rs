@@ -1,6 +1,11 @@
 //! Symbolization: kallsyms, process maps, ELF symbols.
 
-use ustack_stitch::symbols::{demangle, Frame, KernelSymbols, ProcMaps, Symbolizer};
+use ustack_symbolize::{demangle, AddressSpaces, Frame, KernelSymbols, Symbolizer, Unresolved};
+use ustack_tracedata::ProcMap;
+
+fn spaces(text: &str) -> AddressSpaces {
+    AddressSpaces::new(ProcMap::parse_all(text))
+}
 
 #[test]
 fn rust_names_are_demangled() {
@@ -55,35 +60,16 @@ fn procmaps_tracecmd_format() {
 a 1 other
 400000 402000 /opt/other
 ";
-    let m = ProcMaps::parse_procmaps(text);
+    let m = spaces(text);
     assert_eq!(m.comm(500), Some("myprog"));
     assert_eq!(m.comm(10), Some("other"));
     let l = m.find(500, 0x7f0000001234).unwrap();
     assert_eq!(l.path, "/usr/lib/x86_64-linux-gnu/libc.so.6");
-    assert_eq!((l.start, l.offset), (0x7f0000000000, None));
-    assert!(m.find(500, 0x7f0000200000).is_none());
-    assert!(m.find(500, 0x1000).is_none());
+    assert_eq!(l.start, 0x7f0000000000);
+    assert_eq!(m.find(500, 0x7f0000200000), Err(Unresolved::Anonymous));
+    assert_eq!(m.find(500, 0x1000), Err(Unresolved::Anonymous));
     assert_eq!(m.find(10, 0x401000).unwrap().path, "/opt/other");
-    assert!(m.find(11, 0x401000).is_none());
-}
-
-#[test]
-fn procmaps_proc_format() {
-    let mut m = ProcMaps::default();
-    m.add_proc_maps(
-        7,
-        "\
-5600000000-5600001000 r--p 00000000 fe:01 123 /usr/bin/x y
-5600001000-5600002000 r-xp 00001000 fe:01 123 /usr/bin/x y
-7ffd0000-7ffd1000 rw-p 00000000 00:00 0 [stack]
-",
-    );
-    let l = m.find(7, 0x5600001010).unwrap();
-    assert_eq!(
-        (l.start, l.offset, l.path.as_str()),
-        (0x5600001000, Some(0x1000), "/usr/bin/x y")
-    );
-    assert!(m.find(7, 0x7ffd0010).is_none());
+    assert_eq!(m.find(11, 0x401000), Err(Unresolved::ProcessUnknown));
 }
 
 #[inline(never)]
@@ -96,7 +82,7 @@ fn user_address_through_live_maps_and_elf_symtab() {
     marker_function_for_symbolization(1);
     let addr = marker_function_for_symbolization as fn(u64) -> u64 as usize as u64;
     let pid = std::process::id() as i32;
-    let mut s = Symbolizer::new(None, ProcMaps::default()).with_live_maps(true);
+    let mut s = Symbolizer::new(None, AddressSpaces::default()).with_live_maps(true);
     let f = s.user(pid, addr + 2, false);
     let sym = f.symbol.clone().expect("symbol of our own function");
     assert!(sym.contains("marker_function_for_symbolization"), "{sym}");
@@ -111,8 +97,10 @@ fn user_address_through_live_maps_and_elf_symtab() {
     let r = s.user(pid, addr + 1, true);
     assert_eq!(r.symbol, f.symbol);
     assert_eq!(r.offset, 1);
-    // Not mapped.
-    assert_eq!(s.user(pid, 0x10, false), Frame::unknown(0x10));
+    // Not mapped: anonymous or nothing.
+    let (f, why) = s.user_frame(pid as u32, 0x10, false);
+    assert_eq!((f.symbol, f.object.as_deref()), (None, Some("[anon]")));
+    assert_eq!(why, Some(Unresolved::Anonymous));
 }
 
 #[test]
@@ -138,7 +126,7 @@ fn user_address_through_saved_tracecmd_maps() {
         hi = hi.max(u64::from_str_radix(e, 16).unwrap());
     }
     let text = format!("7ffffff0 1 fake\n{lo:x} {hi:x} {exe}\n");
-    let mut s = Symbolizer::new(Some(KALLSYMS.to_string()), ProcMaps::parse_procmaps(&text));
+    let mut s = Symbolizer::new(Some(KALLSYMS.to_string()), spaces(&text));
     let f = s.user(0x7ffffff0, addr, false);
     let sym = f.symbol.clone().unwrap_or_default();
     assert!(sym.contains("marker_function_for_symbolization"), "{f:?}");
@@ -147,47 +135,25 @@ fn user_address_through_saved_tracecmd_maps() {
 }
 
 #[test]
-fn threads_use_the_mapping_of_their_process() {
-    // Mappings are saved per process; a thread (tid 0x11) has none.
+fn threads_use_the_mapping_of_their_process_and_nothing_is_guessed() {
+    // Two non-PIE programs map the same addresses; the thread 0x11 of 0x10
+    // is listed with its process, 0x12 is not known.
     let text = "\
 10 2 app
-555500000000 555500010000 /nonexistent/app
+400000 500000 /nonexistent/app
 7f0000000000 7f0000200000 /usr/lib/libc.so.6
+tasks: 11
 20 1 other
-7f1000000000 7f1000200000 /usr/lib/libc.so.6
-30 1 forked
-555500000000 555500010000 /nonexistent/app
+400000 480000 /nonexistent/other
 ";
-    let m = ProcMaps::parse_procmaps(text);
-    assert!(m.find(0x11, 0x7f0000000100).is_none());
-    assert_eq!(
-        m.find_unique(0x7f0000000100).unwrap().path,
-        "/usr/lib/libc.so.6"
-    );
-    // Two processes with the same layout agree.
-    assert_eq!(
-        m.find_unique(0x555500000100).unwrap().path,
-        "/nonexistent/app"
-    );
-    assert!(m.find_unique(0x1000).is_none());
-    let mut s = Symbolizer::new(None, m);
-    let f = s.user(0x11, 0x7f1000000100, false);
-    assert_eq!(f.object.as_deref(), Some("/usr/lib/libc.so.6"));
-    // A task with its own mappings never borrows another's.
-    assert_eq!(
-        s.user(0x20, 0x555500000100, false),
-        Frame::unknown(0x555500000100)
-    );
-}
-
-#[test]
-fn conflicting_layouts_are_not_guessed() {
-    let text = "\
-10 1 a
-400000 500000 /bin/a
-20 1 b
-400000 500000 /bin/b
-";
-    let m = ProcMaps::parse_procmaps(text);
-    assert!(m.find_unique(0x400100).is_none());
+    let mut s = Symbolizer::new(None, spaces(text));
+    let f = s.user(0x11, 0x400100, false);
+    assert_eq!(f.object.as_deref(), Some("/nonexistent/app"));
+    let f = s.user(0x20, 0x400100, false);
+    assert_eq!(f.object.as_deref(), Some("/nonexistent/other"));
+    let (f, why) = s.user_frame(0x12, 0x400100, false);
+    assert_eq!(f, Frame::unknown(0x400100));
+    assert_eq!(why, Some(Unresolved::ProcessUnknown));
+    let (_, why) = s.user_frame(0x11, 0x400100, false);
+    assert_eq!(why, Some(Unresolved::FileUnreadable));
 }

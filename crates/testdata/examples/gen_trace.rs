@@ -6,7 +6,7 @@ fn main() {
     let out = args.next().unwrap_or_else(|| "demo.dat".into());
     let groups = args.next().and_then(|a| a.parse().ok()).unwrap_or(200);
     let cpus = args.next().and_then(|a| a.parse().ok()).unwrap_or(4);
-    if let Err(e) = ustack_stitch::testdata::demo(groups, cpus).write(std::path::Path::new(&out)) {
+    if let Err(e) = ustack_testdata::demo(groups, cpus).write(std::path::Path::new(&out)) {
         eprintln!("gen_trace: {e}");
         std::process::exit(1);
     }

@@ -1,0 +1,330 @@
+//! Process memory maps: the text of `/proc/PID/maps` and trace-cmd's
+//! PROCMAPS option, parsed and written by one type ([`ProcMap`]) with one
+//! rule for paths.
+//!
+//! A PROCMAPS option holds one process, all numbers in hex:
+//!
+//! ```text
+//! <pid> <count> <comm>
+//! <start> <end> <path>          (count lines)
+//! tasks: <tid> <tid> ...        (optional, ours)
+//! ```
+//!
+//! `start` is where the file's lowest mapping begins, which maps file
+//! offset 0: the load base of an ELF file. trace-cmd reads each line with
+//! `sscanf("%x %x %s")`, so a path is one word: whitespace and `\` in paths
+//! are written as `\ooo` octal escapes (as `/proc/mounts` does) and read
+//! back. trace-cmd ignores what follows the mapping lines; there we list the
+//! threads of the process, so that a reader knows which process every task
+//! of a trace belongs to instead of guessing.
+//!
+//! Nothing here reads `/proc`: the recorder does, and hands the text to
+//! [`ProcMap::from_proc_maps`].
+
+/// One mapping of a process: a file (or `[heap]`, `[stack]`, `[vdso]`, ...)
+/// and the address range it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibMap {
+    /// First address of the mapping: the load base of the file.
+    pub start: u64,
+    /// End address (exclusive) of the mapping.
+    pub end: u64,
+    /// The mapped file as the process named it (unescaped).
+    pub path: String,
+}
+
+/// The memory map of one process (thread group), stored as one PROCMAPS
+/// option so that user-space addresses of its stacks can be symbolized
+/// later.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProcMap {
+    /// The process id (tgid).
+    pub pid: u32,
+    /// The command name (whitespace is replaced by `_` when written).
+    pub comm: String,
+    /// The file-backed and special mappings, sorted by address.
+    pub maps: Vec<LibMap>,
+    /// The other tasks (threads) of the process known to the recorder, in
+    /// ascending order; `pid` itself is implied.
+    pub threads: Vec<u32>,
+}
+
+/// The prefix of our thread list line.
+const TASKS: &str = "tasks:";
+
+impl ProcMap {
+    /// Builds a map from the text of `/proc/<pid>/maps`.
+    ///
+    /// Keeps the mappings that have a path, and merges consecutive mappings
+    /// of the same path into one range, as trace-cmd does. Lines that do not
+    /// parse are skipped; the ` (deleted)` mark of a replaced file is
+    /// dropped.
+    pub fn from_proc_maps(pid: u32, comm: &str, maps: &str) -> ProcMap {
+        let mut out: Vec<LibMap> = Vec::new();
+        for line in maps.lines() {
+            let Some((start, end, path)) = parse_proc_maps_line(line) else {
+                continue;
+            };
+            match out.last_mut() {
+                Some(last) if last.path == path => {
+                    last.start = last.start.min(start);
+                    last.end = last.end.max(end);
+                }
+                _ => out.push(LibMap {
+                    start,
+                    end,
+                    path: path.to_string(),
+                }),
+            }
+        }
+        out.sort_by_key(|m| m.start);
+        ProcMap {
+            pid,
+            comm: comm.trim().to_string(),
+            maps: out,
+            threads: Vec::new(),
+        }
+    }
+
+    /// The option text (without the trailing NUL).
+    pub fn to_text(&self) -> String {
+        let comm: String = if self.comm.is_empty() {
+            "<...>".to_string()
+        } else {
+            self.comm
+                .chars()
+                .map(|c| if c.is_whitespace() { '_' } else { c })
+                .collect()
+        };
+        let mut s = format!("{:x} {:x} {}\n", self.pid, self.maps.len(), comm);
+        for m in &self.maps {
+            s.push_str(&format!("{:x} {:x} {}\n", m.start, m.end, escape(&m.path)));
+        }
+        let threads: Vec<String> = self
+            .threads
+            .iter()
+            .filter(|&&t| t != self.pid)
+            .map(|t| format!("{t:x}"))
+            .collect();
+        if !threads.is_empty() {
+            s.push_str(TASKS);
+            for t in threads {
+                s.push(' ');
+                s.push_str(&t);
+            }
+            s.push('\n');
+        }
+        s
+    }
+
+    /// Parses PROCMAPS text: one or more options' texts, joined. A line of
+    /// the `/proc/PID/maps` shape is accepted in place of a mapping line.
+    /// Malformed lines are skipped (a header line whose count is larger
+    /// than the lines that follow takes what there is). Several entries of
+    /// one pid are kept in the order given.
+    pub fn parse_all(text: &str) -> Vec<ProcMap> {
+        let mut out: Vec<ProcMap> = Vec::new();
+        let mut left = 0usize;
+        for line in text.lines() {
+            let line = line.trim_end_matches('\0');
+            if let Some(cur) = out.last_mut() {
+                if left > 0 {
+                    left -= 1;
+                    if let Some(m) = parse_lib_line(line) {
+                        cur.maps.push(m);
+                    }
+                    continue;
+                }
+                if let Some(rest) = line.strip_prefix(TASKS) {
+                    cur.threads.extend(
+                        rest.split_ascii_whitespace()
+                            .filter_map(|t| u32::from_str_radix(t, 16).ok()),
+                    );
+                    continue;
+                }
+            }
+            let mut toks = line.split_ascii_whitespace();
+            let (Some(Ok(pid)), Some(Ok(nr))) = (
+                toks.next().map(|t| u32::from_str_radix(t, 16)),
+                toks.next().map(|t| usize::from_str_radix(t, 16)),
+            ) else {
+                continue;
+            };
+            out.push(ProcMap {
+                pid,
+                comm: toks.next().unwrap_or("").to_string(),
+                ..ProcMap::default()
+            });
+            left = nr;
+        }
+        for p in &mut out {
+            p.maps.sort_by_key(|m| m.start);
+            p.threads.sort_unstable();
+            p.threads.dedup();
+        }
+        out
+    }
+}
+
+/// `start end path` (trace-cmd) or a `/proc/PID/maps` line.
+fn parse_lib_line(line: &str) -> Option<LibMap> {
+    if let Some((start, end, path)) = parse_proc_maps_line(line) {
+        return Some(LibMap {
+            start,
+            end,
+            path: path.to_string(),
+        });
+    }
+    let mut it = line.split_ascii_whitespace();
+    let start = u64::from_str_radix(it.next()?, 16).ok()?;
+    let end = u64::from_str_radix(it.next()?, 16).ok()?;
+    let path = unescape(it.next()?);
+    (end > start).then_some(LibMap { start, end, path })
+}
+
+/// `start-end perms offset dev inode path` with a path; the path is the
+/// rest of the line, spaces included.
+fn parse_proc_maps_line(line: &str) -> Option<(u64, u64, &str)> {
+    let (range, mut rest) = line.split_once(' ')?;
+    // perms, offset, dev, inode: single words.
+    for _ in 0..4 {
+        rest = rest.trim_start_matches(' ').split_once(' ')?.1;
+    }
+    let path = rest.trim_start_matches(' ');
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    let (s, e) = range.split_once('-')?;
+    let start = u64::from_str_radix(s, 16).ok()?;
+    let end = u64::from_str_radix(e, 16).ok()?;
+    (!path.is_empty() && end > start).then_some((start, end, path))
+}
+
+/// Whitespace and `\` as `\ooo`, so that a path is one word.
+fn escape(path: &str) -> String {
+    let mut s = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c == '\\' || c.is_ascii_whitespace() {
+            s.push_str(&format!("\\{:03o}", c as u32));
+        } else {
+            s.push(c);
+        }
+    }
+    s
+}
+
+/// Undoes [`escape`]; a `\` not followed by three octal digits stays.
+fn unescape(word: &str) -> String {
+    let b = word.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| (d[0] - b'0') as u32 * 64 + (d[1] - b'0') as u32 * 8 + (d[2] - b'0') as u32);
+        match oct {
+            Some(v) if v <= 0xff => {
+                out.push(v as u8);
+                i += 4;
+            }
+            _ => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lm(start: u64, end: u64, path: &str) -> LibMap {
+        LibMap {
+            start,
+            end,
+            path: path.into(),
+        }
+    }
+
+    #[test]
+    fn proc_maps_text_merges_same_file_and_keeps_spaces() {
+        let text = "\
+55d0c0000000-55d0c0001000 r--p 00000000 08:01 123                        /usr/bin/prog
+55d0c0001000-55d0c0005000 r-xp 00001000 08:01 123 /usr/bin/prog
+55d0c0100000-55d0c0200000 rw-p 00000000 00:00 0 [heap]
+7f0000000000-7f0000001000 rw-p 00000000 00:00 0
+7f0000001000-7f0000002000 r-xp 00000000 08:01 9 /lib/with  space.so
+7f0000003000-7f0000004000 r-xp 00000000 08:01 9 /tmp/gone (deleted)
+garbage line
+";
+        let p = ProcMap::from_proc_maps(42, "prog\n", text);
+        assert_eq!(p.comm, "prog");
+        assert_eq!(
+            p.maps,
+            vec![
+                lm(0x55d0c0000000, 0x55d0c0005000, "/usr/bin/prog"),
+                lm(0x55d0c0100000, 0x55d0c0200000, "[heap]"),
+                lm(0x7f0000001000, 0x7f0000002000, "/lib/with  space.so"),
+                lm(0x7f0000003000, 0x7f0000004000, "/tmp/gone"),
+            ]
+        );
+    }
+
+    #[test]
+    fn written_text_is_read_back_the_same() {
+        let p = ProcMap {
+            pid: 0x1234,
+            comm: "my prog".into(),
+            maps: vec![
+                lm(0x5000, 0x6000, "/bin/x"),
+                lm(0x7000, 0x8000, "/lib/a b\\c\td.so"),
+            ],
+            threads: vec![0x1235, 0x1240],
+        };
+        let text = p.to_text();
+        assert_eq!(
+            text,
+            "1234 2 my_prog\n5000 6000 /bin/x\n7000 8000 /lib/a\\040b\\134c\\011d.so\n\
+             tasks: 1235 1240\n"
+        );
+        let q = ProcMap::parse_all(&(text.clone() + "\0" + &text));
+        assert_eq!(q.len(), 2);
+        assert_eq!(
+            q[0],
+            ProcMap {
+                comm: "my_prog".into(),
+                ..p
+            }
+        );
+    }
+
+    #[test]
+    fn trace_cmd_text_and_malformed_lines() {
+        let text = "\
+1f4 3 prog
+400000 401000 /usr/bin/prog
+zz yy /bad
+7f0000000000 7f0000010000 /lib/libc.so.6
+1f5 1 other
+7f0000000000-7f0000001000 r-xp 00000000 08:01 1 /lib/x.so
+1f6 ffffffffffffffff big
+";
+        let all = ProcMap::parse_all(text);
+        assert_eq!(all.len(), 3);
+        assert_eq!(
+            all[0].maps,
+            vec![
+                lm(0x400000, 0x401000, "/usr/bin/prog"),
+                lm(0x7f0000000000, 0x7f0000010000, "/lib/libc.so.6")
+            ]
+        );
+        assert_eq!(
+            all[1].maps,
+            vec![lm(0x7f0000000000, 0x7f0000001000, "/lib/x.so")]
+        );
+        assert!(all[2].maps.is_empty());
+        // A backslash that is no escape stays.
+        assert_eq!(unescape("a\\9b\\04"), "a\\9b\\04");
+    }
+}

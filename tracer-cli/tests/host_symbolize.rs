@@ -1,0 +1,418 @@
+//! Ground truth for user-stack symbolization on the host (issue 10): real
+//! programs recorded with stock sync user stacks, every frame of their
+//! stacks checked against `nm` of the mapped file at the address the
+//! program's own `/proc/self/maps` gives (written by the program, see
+//! tests/gt/gt.h), not against ustack's own output.
+//!
+//! Each case prints `case NAME: resolved R / delivered D frames` and must
+//! resolve every frame that lies in a file with symbols.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `nm` of one file: (address, size, names at that address), sorted.
+type Syms = Vec<(u64, u64, Vec<String>)>;
+
+fn nm(file: &Path) -> Syms {
+    let syms = nm_with(file, &[]);
+    if syms.is_empty() {
+        // No .symtab (a distribution library): its dynamic symbols.
+        return nm_with(file, &["-D"]);
+    }
+    syms
+}
+
+fn nm_with(file: &Path, extra: &[&str]) -> Syms {
+    let out = Command::new("nm")
+        .args(["-n", "-S", "--defined-only"])
+        .args(extra)
+        .arg(file)
+        .output()
+        .expect("run nm");
+    let mut by_addr: BTreeMap<u64, (u64, Vec<String>)> = BTreeMap::new();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let w: Vec<&str> = l.split_whitespace().collect();
+        // addr size type name, or addr type name (no size).
+        let (addr, size, ty, name) = match w.len() {
+            4 => (w[0], Some(w[1]), w[2], w[3]),
+            3 => (w[0], None, w[1], w[2]),
+            _ => continue,
+        };
+        if !matches!(ty, "T" | "t" | "W" | "w" | "i") {
+            continue;
+        }
+        let a = u64::from_str_radix(addr, 16).unwrap();
+        let s = size.map_or(0, |s| u64::from_str_radix(s, 16).unwrap());
+        let e = by_addr.entry(a).or_default();
+        e.0 = e.0.max(s);
+        e.1.push(name.split('@').next().unwrap().to_string());
+    }
+    by_addr.into_iter().map(|(a, (s, n))| (a, s, n)).collect()
+}
+
+/// The names `nm` gives for virtual address `va`: the symbol at or below
+/// it that covers it (size 0: up to the next symbol).
+fn nm_names(syms: &Syms, va: u64) -> Option<&[String]> {
+    let i = syms.partition_point(|s| s.0 <= va);
+    let (a, size, names) = syms.get(i.checked_sub(1)?)?;
+    (*size == 0 || va < a + size).then_some(names.as_slice())
+}
+
+/// One line of `/proc/PID/maps`.
+struct MapLine {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: String,
+}
+
+fn read_maps(text: &str) -> Vec<MapLine> {
+    text.lines()
+        .filter_map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            let (s, e) = w.first()?.split_once('-')?;
+            Some(MapLine {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset: u64::from_str_radix(w.get(2)?, 16).ok()?,
+                path: w.get(5).map(|p| p.to_string()).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// What the programs of a case wrote about themselves.
+struct Truth {
+    /// tid -> tgid.
+    tgid: HashMap<u32, u32>,
+    /// tgid -> maps.
+    maps: HashMap<u32, Vec<MapLine>>,
+    /// File -> its symbols (or its debug file's, see `debug`).
+    syms: HashMap<String, Syms>,
+    /// File -> where its symbols are (a stripped file's debug file).
+    debug: HashMap<String, PathBuf>,
+}
+
+impl Truth {
+    fn read(dir: &Path, debug: HashMap<String, PathBuf>) -> Truth {
+        let mut tgid = HashMap::new();
+        let tids = std::fs::read_to_string(dir.join("tids")).unwrap_or_default();
+        for l in tids.lines() {
+            let mut w = l.split_whitespace().map(|x| x.parse::<u32>().unwrap());
+            tgid.insert(w.next().unwrap(), w.next().unwrap());
+        }
+        let mut maps = HashMap::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("maps.") {
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                maps.insert(pid.parse().unwrap(), read_maps(&text));
+            }
+        }
+        Truth {
+            tgid,
+            maps,
+            syms: HashMap::new(),
+            debug,
+        }
+    }
+
+    /// The names `nm` gives for a user address of task `tid` (looked up at
+    /// `addr - 1` for return addresses), `None` when the address is in no
+    /// file with symbols; `Err` when the task is not one of the case's.
+    fn expect(&mut self, tid: u32, addr: u64, ret: bool) -> Result<Option<Vec<String>>, ()> {
+        let tgid = *self.tgid.get(&tid).ok_or(())?;
+        let maps = self.maps.get(&tgid).ok_or(())?;
+        let look = if ret { addr - 1 } else { addr };
+        let Some(m) = maps.iter().find(|m| m.start <= look && look < m.end) else {
+            return Ok(None);
+        };
+        if !m.path.starts_with('/') {
+            return Ok(None);
+        }
+        let path = m.path.clone();
+        // The file's load bias: 0 for ET_EXEC, else where offset 0 is
+        // mapped (the first PT_LOAD has vaddr 0 in PIE and libraries).
+        let head = std::fs::read(&path).unwrap();
+        let bias = if u16::from_le_bytes([head[16], head[17]]) == 2 {
+            0
+        } else {
+            maps.iter()
+                .filter(|l| l.path == path && l.offset == 0)
+                .map(|l| l.start)
+                .min()
+                .unwrap()
+        };
+        let src = self
+            .debug
+            .get(&path)
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from(&path));
+        let syms = self.syms.entry(path).or_insert_with(|| nm(&src));
+        Ok(nm_names(syms, look - bias).map(|n| n.to_vec()))
+    }
+}
+
+/// Resolved and delivered frames of one run.
+#[derive(Default, Debug, Clone, Copy)]
+struct Score {
+    resolved: usize,
+    delivered: usize,
+}
+
+/// Checks every frame of every stack of the case's tasks in `report
+/// --json` output against the truth. Frames outside files with symbols
+/// (a libc without symbols, the vdso) are not counted.
+fn score(json: &str, truth: &mut Truth) -> (Score, Vec<String>) {
+    let v: serde_json::Value = serde_json::from_str(json).expect("report --json parses");
+    let mut s = Score::default();
+    let mut wrong = Vec::new();
+    for g in v["groups"].as_array().unwrap() {
+        let tid = g["pid"].as_u64().unwrap() as u32;
+        let Some(frames) = g["user_stack"]["frames"].as_array() else {
+            continue;
+        };
+        for (i, f) in frames.iter().enumerate() {
+            let addr =
+                u64::from_str_radix(f["addr"].as_str().unwrap().trim_start_matches("0x"), 16)
+                    .unwrap();
+            let Ok(want) = truth.expect(tid, addr, i > 0) else {
+                break; // not a task of this case
+            };
+            let Some(want) = want else { continue };
+            s.delivered += 1;
+            let got = f["symbol"].as_str().unwrap_or("");
+            if want.iter().any(|w| w == got) {
+                s.resolved += 1;
+            } else if wrong.len() < 3 {
+                wrong.push(format!(
+                    "tid {tid} {addr:#x}: got {got:?}, nm says {want:?}"
+                ));
+            }
+        }
+    }
+    (s, wrong)
+}
+
+/// Compiles `tests/gt/<src>` into `dir/<out>` with frame pointers and
+/// `flags`.
+fn cc(dir: &Path, src: &str, out: &str, flags: &[&str]) -> PathBuf {
+    let gt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gt");
+    let exe = dir.join(out);
+    let st = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-I"])
+        .arg(&gt)
+        .arg(gt.join(src))
+        .arg("-o")
+        .arg(&exe)
+        .args(flags)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cc {src}");
+    exe
+}
+
+/// Runs `prog args` in `dir`.
+fn run(dir: &Path, prog: &str, args: &[&str]) {
+    let st = Command::new(prog)
+        .args(args)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(st.success(), "{prog} {args:?}");
+}
+
+/// Records `script` (run by sh in `dir`, GT_DIR set) with sync user stacks
+/// of getppid(2) and returns `report --json` of it.
+fn record(dir: &Path, tag: &str, script: &str) -> String {
+    let out = dir.join(format!("{tag}.dat"));
+    let inst = format!("ustack-sym-{tag}-{}", std::process::id());
+    let rec = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["record", "-q", "-B", &inst, "--user-stacks", "sync"])
+        .args(["-e", "syscalls:sys_enter_getppid", "-o"])
+        .arg(&out)
+        .args(["--", "sh", "-c", script])
+        .current_dir(dir)
+        .env("GT_DIR", dir)
+        .output()
+        .unwrap();
+    assert!(
+        rec.status.success(),
+        "record: {}",
+        String::from_utf8_lossy(&rec.stderr)
+    );
+    let rep = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["report", "--json", "-i"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        rep.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rep.stderr)
+    );
+    String::from_utf8(rep.stdout).unwrap()
+}
+
+/// Runs a case `runs` times, each in a fresh directory; prints the score
+/// and fails on any frame that is not resolved to what nm says.
+fn run_case(name: &str, runs: usize, setup: impl Fn(&Path) -> (String, HashMap<String, PathBuf>)) {
+    let mut total = Score::default();
+    let mut failures = Vec::new();
+    for run in 0..runs {
+        let dir = tempfile::tempdir().unwrap();
+        let (script, debug) = setup(dir.path());
+        let json = record(dir.path(), name, &script);
+        let mut truth = Truth::read(dir.path(), debug);
+        let (s, wrong) = score(&json, &mut truth);
+        assert!(
+            s.delivered > 0,
+            "{name} run {run}: no frames of the case's tasks"
+        );
+        total.resolved += s.resolved;
+        total.delivered += s.delivered;
+        if s.resolved != s.delivered {
+            failures.push(format!(
+                "run {run}: {}/{}: {}",
+                s.resolved,
+                s.delivered,
+                wrong.join("; ")
+            ));
+        }
+    }
+    eprintln!(
+        "case {name}: resolved {} / delivered {} frames in {runs} runs",
+        total.resolved, total.delivered
+    );
+    assert!(failures.is_empty(), "{name}:\n{}", failures.join("\n"));
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn threads_of_a_static_non_pie_program_beside_busybox() {
+    common::host(false);
+    assert!(Path::new("/bin/busybox").exists(), "needs busybox");
+    // busybox is a non-PIE program too: it maps the same addresses as the
+    // threaded program, so a thread's process cannot be guessed from them.
+    run_case("threads-static", 20, |dir| {
+        cc(
+            dir,
+            "threads.c",
+            "threads",
+            &["-static", "-no-pie", "-pthread"],
+        );
+        (
+            "busybox echo hi >/dev/null; ./threads 50".into(),
+            HashMap::new(),
+        )
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn pie_fork_and_exec() {
+    common::host(false);
+    run_case("pie", 1, |dir| {
+        cc(dir, "pie.c", "pie", &["-pie", "-fPIE"]);
+        ("./pie plain 50".into(), HashMap::new())
+    });
+    run_case("fork-without-exec", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        ("./pie fork 50".into(), HashMap::new())
+    });
+    run_case("fork-exec", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        ("./pie forkexec 50".into(), HashMap::new())
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn processes_exiting_while_recording() {
+    common::host(false);
+    // Ten short processes one after the other, each gone long before the
+    // recording ends.
+    run_case("short-lived", 20, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        (
+            "for i in 1 2 3 4 5 6 7 8 9 10; do ./pie plain 5; done; sleep 0.2".into(),
+            HashMap::new(),
+        )
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn shared_library_and_dlopen() {
+    common::host(false);
+    run_case("shared-library", 1, |dir| {
+        cc(dir, "lib.c", "libgt.so", &["-shared", "-fPIC"]);
+        cc(
+            dir,
+            "shlib.c",
+            "shlib",
+            &["-DLINKED", "-L.", "-lgt", "-Wl,-rpath,$ORIGIN"],
+        );
+        ("./shlib linked 50".into(), HashMap::new())
+    });
+    run_case("dlopen", 1, |dir| {
+        cc(dir, "lib.c", "libgtdl.so", &["-shared", "-fPIC"]);
+        cc(dir, "shlib.c", "shlib", &["-ldl"]);
+        ("./shlib dlopen 50".into(), HashMap::new())
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn stripped_binary_with_a_debuglink() {
+    common::host(false);
+    run_case("stripped-debuglink", 1, |dir| {
+        cc(dir, "pie.c", "pie", &[]);
+        run(dir, "objcopy", &["--only-keep-debug", "pie", "pie.debug"]);
+        run(dir, "strip", &["--strip-all", "-o", "pie-stripped", "pie"]);
+        run(
+            dir,
+            "objcopy",
+            &["--add-gnu-debuglink=pie.debug", "pie-stripped"],
+        );
+        let path = dir.join("pie-stripped").to_string_lossy().into_owned();
+        (
+            "./pie-stripped plain 50".into(),
+            HashMap::from([(path, dir.join("pie.debug"))]),
+        )
+    });
+}
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn threads_of_a_process_started_before_the_recording() {
+    common::host(false);
+    // Not the recorder's command: found in the data, its maps read from
+    // /proc while it runs, its threads from /proc and saved_tgids.
+    let mut total = Score::default();
+    for run in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = cc(dir.path(), "threads.c", "threads", &["-no-pie", "-pthread"]);
+        let mut prog = Command::new(&exe)
+            .args(["150", "10000"])
+            .current_dir(dir.path())
+            .env("GT_DIR", dir.path())
+            .spawn()
+            .unwrap();
+        let json = record(dir.path(), "elsewhere", "sleep 1");
+        assert!(prog.wait().unwrap().success());
+        let (s, wrong) = score(&json, &mut Truth::read(dir.path(), HashMap::new()));
+        assert!(s.delivered > 0, "run {run}: no frames of the program");
+        assert_eq!(s.resolved, s.delivered, "run {run}: {wrong:?}");
+        total.resolved += s.resolved;
+        total.delivered += s.delivered;
+    }
+    eprintln!(
+        "case started-elsewhere: resolved {} / delivered {} frames in 3 runs",
+        total.resolved, total.delivered
+    );
+}
