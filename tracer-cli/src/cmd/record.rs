@@ -21,15 +21,17 @@
 use anyhow::{bail, Result};
 use clap::ArgMatches;
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ustack_record::{
-    check_output, collect_meta, setup, MapsStore, MapsTracker, Recorder, SpaceReserve,
-    StackPidScanner, TracedCommand, UserStacks,
+    check_output, collect_meta, setup, CpuResult, MapsStore, MapsTracker, Recorder, SpaceReserve,
+    StackPidScanner, TraceStats, TracedCommand, UserStacks,
 };
 
 use super::opts::{OutputOpts, TraceOpts, Unsupported};
 use crate::signals;
+use ustack_tracedata::writer::{TraceMeta, WriteSummary};
+use ustack_tracefs::CpuStats;
 
 mod progress;
 
@@ -205,35 +207,9 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     drop(rec);
 
     if !args.quiet {
-        for ((cpu, _, s), r) in cpu_files.iter().zip(&results) {
-            eprintln!(
-                "CPU{cpu}: {} events, {} lost, {} bytes ({} pages spliced at the end, {} read partial)",
-                s.read_events.unwrap_or(0),
-                s.lost(),
-                r.bytes,
-                r.flushed.spliced_pages,
-                r.flushed.read_pages
-            );
-        }
-        eprintln!(
-            "tracer-cli: wrote {} ({} bytes, {} user-space memory maps)",
-            args.out.output.display(),
-            summary.file_size,
-            meta.procmaps.len()
-        );
+        print_summary(&cpu_files, &results, &args.out.output, &summary, &meta);
         if let Some(c) = child.as_ref().filter(|c| c.is_traced()) {
-            let t = c.stats();
-            eprintln!(
-                "tracer-cli: command under ptrace: {} processes, {} threads, {} execs, {} exits, {} signals, {} stops, {} maps snapshots in {:.1} ms",
-                t.processes,
-                t.threads,
-                t.execs,
-                t.exits,
-                t.signals,
-                t.stops,
-                t.snapshots,
-                t.snapshot_time.as_secs_f64() * 1e3
-            );
+            print_ptrace_stats(&c.stats());
         }
     }
     // Restore now (rather than in drop) so a failure is reported.
@@ -251,4 +227,45 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         bail!("the command exited with status {st}{hint}");
     }
     Ok(())
+}
+
+/// The per-CPU counts and the file written.
+fn print_summary(
+    cpu_files: &[(u32, PathBuf, CpuStats)],
+    results: &[CpuResult],
+    output: &Path,
+    summary: &WriteSummary,
+    meta: &TraceMeta,
+) {
+    for ((cpu, _, s), r) in cpu_files.iter().zip(results) {
+        eprintln!(
+            "CPU{cpu}: {} events, {} lost, {} bytes ({} pages spliced at the end, {} read partial)",
+            s.read_events.unwrap_or(0),
+            s.lost(),
+            r.bytes,
+            r.flushed.spliced_pages,
+            r.flushed.read_pages
+        );
+    }
+    eprintln!(
+        "tracer-cli: wrote {} ({} bytes, {} user-space memory maps)",
+        output.display(),
+        summary.file_size,
+        meta.procmaps.len()
+    );
+}
+
+/// What the ptrace thread did for the command.
+fn print_ptrace_stats(t: &TraceStats) {
+    eprintln!(
+        "tracer-cli: command under ptrace: {} processes, {} threads, {} execs, {} exits, {} signals, {} stops, {} maps snapshots in {:.1} ms",
+        t.processes,
+        t.threads,
+        t.execs,
+        t.exits,
+        t.signals,
+        t.stops,
+        t.snapshots,
+        t.snapshot_time.as_secs_f64() * 1e3
+    );
 }
