@@ -156,6 +156,15 @@ tasks: 11
     assert_eq!(why, Some(Unresolved::ProcessUnknown));
     let (_, why) = s.user_frame(0x11, 0x400100, false);
     assert_eq!(why, Some(Unresolved::FileUnreadable));
+    // A special mapping: its name and the offset in it.
+    let text = "30 2 app\n400000 500000 /bin/app\n7fff0000 7fff2000 [vdso]\n";
+    let mut s = Symbolizer::new(None, spaces(text));
+    let (f, why) = s.user_frame(0x30, 0x7fff0950, false);
+    assert_eq!(why, Some(Unresolved::Special));
+    assert_eq!(
+        (f.object.as_deref(), f.file_offset),
+        (Some("[vdso]"), Some(0x950))
+    );
 }
 
 /// Maps the first `PT_LOAD`-aligned range of `exe` at a made-up base for
