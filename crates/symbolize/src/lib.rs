@@ -143,11 +143,12 @@ impl Symbolizer {
             }
         };
         if !m.path.starts_with('/') {
-            // [vdso], [heap], [stack]: no file to read.
+            // [vdso], [heap], [stack]: no file to read; the offset in the
+            // mapping still tells vdso functions apart.
             let mut f = Frame::unknown(addr);
             f.object = Some(m.path.clone());
             f.file_offset = Some(addr - m.start);
-            return (f, Some(Unresolved::FileUnreadable));
+            return (f, Some(Unresolved::Special));
         }
         let look = if return_addr && addr > m.start {
             addr - 1

@@ -19,6 +19,9 @@ pub enum Unresolved {
     /// The address is in no file mapping of its process: anonymous memory
     /// (JIT code) or unmapped.
     Anonymous,
+    /// The address is in a special mapping of the kernel's (`[vdso]`,
+    /// `[vsyscall]`) or in `[heap]`/`[stack]`: no file to read.
+    Special,
     /// The mapped file could not be opened as an ELF file here.
     FileUnreadable,
     /// The file has no symbol covering the address (stripped, no debug
@@ -32,6 +35,7 @@ impl Unresolved {
         match self {
             Unresolved::ProcessUnknown => "process gone before its maps were read",
             Unresolved::Anonymous => "anonymous memory (JIT) or unmapped",
+            Unresolved::Special => "in [vdso], [heap] or [stack]",
             Unresolved::FileUnreadable => "mapped file not readable as ELF",
             Unresolved::NoSymbol => "no symbol (stripped, no debug file)",
         }

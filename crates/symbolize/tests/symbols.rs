@@ -156,4 +156,111 @@ tasks: 11
     assert_eq!(why, Some(Unresolved::ProcessUnknown));
     let (_, why) = s.user_frame(0x11, 0x400100, false);
     assert_eq!(why, Some(Unresolved::FileUnreadable));
+    // A special mapping: its name and the offset in it.
+    let text = "30 2 app\n400000 500000 /bin/app\n7fff0000 7fff2000 [vdso]\n";
+    let mut s = Symbolizer::new(None, spaces(text));
+    let (f, why) = s.user_frame(0x30, 0x7fff0950, false);
+    assert_eq!(why, Some(Unresolved::Special));
+    assert_eq!(
+        (f.object.as_deref(), f.file_offset),
+        (Some("[vdso]"), Some(0x950))
+    );
+}
+
+/// Maps the first `PT_LOAD`-aligned range of `exe` at a made-up base for
+/// pid 0x7ffffff1, named `path` (as a trace from another machine would).
+fn fake_process(path: &str, base: u64) -> AddressSpaces {
+    spaces(&format!(
+        "7ffffff1 1 fake\n{base:x} {:x} {path}\n",
+        base + 0x1000_0000
+    ))
+}
+
+/// The offset of `marker_function_for_symbolization` from our load base.
+fn marker_offset() -> u64 {
+    let addr = marker_function_for_symbolization as fn(u64) -> u64 as usize as u64;
+    let exe = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let base = maps
+        .lines()
+        .filter(|l| l.ends_with(exe.to_str().unwrap()))
+        .map(|l| u64::from_str_radix(l.split('-').next().unwrap(), 16).unwrap())
+        .min()
+        .unwrap();
+    addr - base
+}
+
+#[test]
+fn stripped_file_finds_its_debug_file_by_build_id_under_symfs() {
+    let exe = std::env::current_exe().unwrap();
+    let bytes = std::fs::read(&exe).unwrap();
+    let id = {
+        use object::Object;
+        let f = object::File::parse(&*bytes).unwrap();
+        f.build_id()
+            .unwrap()
+            .expect("test binaries have a build id")
+            .to_vec()
+    };
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let root = tempfile::tempdir().unwrap();
+    // The trace names /guest/bin/app; under the root it is a stripped copy,
+    // and the root's /usr/lib/debug holds the full file by build id.
+    let app = root.path().join("guest/bin/app");
+    std::fs::create_dir_all(app.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("strip")
+        .args(["--strip-all", "-o"])
+        .arg(&app)
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let dbg = root.path().join(format!(
+        "usr/lib/debug/.build-id/{}/{}.debug",
+        &hex[..2],
+        &hex[2..]
+    ));
+    std::fs::create_dir_all(dbg.parent().unwrap()).unwrap();
+    std::fs::write(&dbg, &bytes).unwrap();
+
+    let base = 0x5555_0000_0000;
+    let addr = base + marker_offset();
+    // Without the root: the file is not there.
+    let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base));
+    let (_, why) = s.user_frame(0x7ffffff1, addr, false);
+    assert_eq!(why, Some(Unresolved::FileUnreadable));
+    // With it: the symbol and the line come from the debug file.
+    let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base))
+        .with_root(Some(root.path().to_path_buf()));
+    let f = s.user(0x7ffffff1, addr + 1, false);
+    let sym = f.symbol.clone().unwrap_or_default();
+    assert!(sym.contains("marker_function_for_symbolization"), "{f:?}");
+    assert_eq!(f.offset, 1);
+    assert!(f.location.unwrap_or_default().contains("tests/symbols.rs:"));
+    // Stripped without any debug file: the file offset, no symbol.
+    std::fs::remove_file(&dbg).unwrap();
+    let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base))
+        .with_root(Some(root.path().to_path_buf()));
+    let (f, why) = s.user_frame(0x7ffffff1, addr, false);
+    assert_eq!(why, Some(Unresolved::NoSymbol));
+    assert_eq!(
+        (f.symbol, f.object.as_deref()),
+        (None, Some("/guest/bin/app"))
+    );
+    let off = f.file_offset.expect("a file offset");
+    // The file offset holds the same bytes as the function in memory.
+    let real = marker_function_for_symbolization as fn(u64) -> u64 as usize as u64;
+    let stripped = std::fs::read(&app).unwrap();
+    assert_eq!(
+        &stripped[off as usize..off as usize + 16],
+        &own_code(real, 16)[..]
+    );
+}
+
+/// `len` bytes of this process's memory at `addr`.
+fn own_code(addr: u64, len: usize) -> Vec<u8> {
+    let f = std::fs::File::open("/proc/self/mem").unwrap();
+    let mut buf = vec![0u8; len];
+    std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, addr).unwrap();
+    buf
 }
