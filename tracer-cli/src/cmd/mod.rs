@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod bre;
 pub mod docs;
 pub mod extract;
 pub mod list;
