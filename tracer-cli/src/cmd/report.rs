@@ -1,6 +1,6 @@
 //! `tracer-cli report`: prints a trace.dat file like `trace-cmd report`
-//! (`ustack_printer::report`), or with `--stacks`, `--json` or `--folded`
-//! the stitched view (`ustack_printer::stacks`).
+//! (`ustack_printer::report`), or with `--stacks`, `--json`, `--folded` or
+//! `--pprof FILE` the stitched view (`ustack_printer::stacks`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -61,6 +61,10 @@ pub struct Args {
     /// Stitched view as folded stacks (for flame graphs).
     #[arg(long)]
     pub folded: bool,
+    /// Write the stitched stacks to FILE as a pprof profile (profile.proto,
+    /// gzip) for go tool pprof, speedscope, Pyroscope or Parca.
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
 }
 
 impl Args {
@@ -98,7 +102,7 @@ impl Args {
 
 /// Runs `tracer-cli report`.
 pub fn run(args: Args) -> Result<()> {
-    if args.stacks || args.json || args.folded {
+    if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args);
     }
     let opts = ReportOptions {
@@ -127,7 +131,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// `report --stacks|--json|--folded`.
 fn run_stacks(args: &Args) -> Result<()> {
-    let mode = if args.json {
+    let mode = if args.pprof.is_some() {
+        Mode::Pprof
+    } else if args.json {
         Mode::Json
     } else if args.folded {
         Mode::Folded
@@ -135,7 +141,7 @@ fn run_stacks(args: &Args) -> Result<()> {
         Mode::Text
     };
     if !args.cpu.is_empty() || !args.filter.is_empty() {
-        bail!("--cpu and -F do not apply to --stacks, --json or --folded");
+        bail!("--cpu and -F do not apply to --stacks, --json, --folded or --pprof");
     }
     let f = TraceFile::open(&args.input)
         .with_context(|| format!("cannot open {}", args.input.display()))?;
@@ -144,6 +150,14 @@ fn run_stacks(args: &Args) -> Result<()> {
         nsec: args.nsec,
         symfs: args.symfs.clone(),
     };
+    if let Some(path) = &args.pprof {
+        let mut out = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let w = stacks::write_file(&f, &view, &mut out)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        warn_cut_short(w);
+        return Ok(());
+    }
     print_stacks(&f, &view)
 }
 
@@ -157,11 +171,15 @@ pub fn print_stacks(f: &TraceFile, view: &View) -> Result<()> {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         Err(e) => Err(e.context("cannot write the report")),
         Ok(w) => {
-            if let Some(e) = w.cut_short {
-                // The data read before the error was shown; say it is partial.
-                eprintln!("tracer-cli: warning: trace data cut short: {e}");
-            }
+            warn_cut_short(w);
             Ok(())
         }
+    }
+}
+
+/// The data read before an error was shown; say it is partial.
+fn warn_cut_short(w: stacks::Written) {
+    if let Some(e) = w.cut_short {
+        eprintln!("tracer-cli: warning: trace data cut short: {e}");
     }
 }
