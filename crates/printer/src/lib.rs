@@ -14,7 +14,9 @@
 
 pub mod frame;
 pub mod group;
+pub mod listings;
 pub mod pprof;
 pub mod report;
 pub mod stacks;
 pub mod tracecmd;
+pub mod wakeup;

@@ -6,6 +6,7 @@ pub mod list;
 pub mod opts;
 pub mod record;
 pub mod report;
+pub mod report_forms;
 pub mod reset;
 pub mod show;
 pub mod start;

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use ustack_printer::report::{report, ReportOptions};
+use ustack_printer::report::{report, CpuList, Plugins, ReportOptions};
 use ustack_printer::stacks::{self, Mode, View};
 use ustack_tracedata::TraceFile;
 
@@ -18,9 +18,12 @@ use ustack_tracedata::TraceFile;
   tracer-cli report --stacks
   tracer-cli report --folded | flamegraph.pl > flame.svg")]
 pub struct Args {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "trace.dat")]
-    pub input: PathBuf,
+    /// Input file (default trace.dat).
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Vec<PathBuf>,
+    /// Input file, as trace-cmd takes it after the options.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
     /// Only show events of these CPUs (repeatable; lists like `0,2-3` work).
     #[arg(long = "cpu", value_name = "CPUS")]
     pub cpu: Vec<String>,
@@ -61,6 +64,89 @@ pub struct Args {
     /// Stitched view as folded stacks (for flame graphs).
     #[arg(long)]
     pub folded: bool,
+    /// Print every event's fields raw instead of its print format.
+    #[arg(short = 'R')]
+    pub raw: bool,
+    /// Print the events matching EVENTS (a regular expression matched
+    /// against whole event or system names) raw (repeatable).
+    #[arg(short = 'r', value_name = "EVENTS")]
+    pub raw_events: Vec<String>,
+    /// Print the events matching EVENTS without their plugin handler.
+    #[arg(short = 'n', value_name = "EVENTS")]
+    pub no_handler: Vec<String>,
+    /// Load no libtraceevent plugin.
+    #[arg(short = 'N')]
+    pub no_plugins: bool,
+    /// Load only the user's plugins (~/.local/lib/traceevent/plugins).
+    #[arg(short = 'L')]
+    pub local_plugins: bool,
+    /// Plugin option `[plugin:]name[=value]` (repeatable).
+    #[arg(short = 'O', value_name = "OPTION")]
+    pub plugin_options: Vec<String>,
+    /// Hide events that happened in hard interrupt context.
+    #[arg(short = 'I')]
+    pub no_irqs: bool,
+    /// Hide events that happened in soft interrupt context.
+    #[arg(short = 'S')]
+    pub no_softirqs: bool,
+    /// Show wakeup latencies.
+    #[arg(short = 'w')]
+    pub wakeup: bool,
+    /// Do not print warnings.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Show the endianness of the file and of this machine, then exit.
+    #[arg(short = 'e')]
+    pub endian: bool,
+    /// Show the page size of the file and of this machine, then exit.
+    #[arg(short = 'p')]
+    pub page_size: bool,
+    /// List the events of the file (system:event), then exit.
+    #[arg(short = 'E')]
+    pub list_events: bool,
+    /// List the kernel functions of the file, then exit.
+    #[arg(short = 'f')]
+    pub functions: bool,
+    /// List the printk formats of the file, then exit.
+    #[arg(short = 'P')]
+    pub printk: bool,
+    /// Exit 0 if every event format of the file parses, 22 (EINVAL) if not.
+    #[arg(long = "check-events")]
+    pub check_events: bool,
+    /// As trace-cmd 3.1.6: prints nothing (the formats are not read yet).
+    #[arg(long = "events")]
+    pub events: bool,
+    /// As trace-cmd 3.1.6: prints nothing (the formats are not read yet).
+    #[arg(long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    /// List the CPUs of the top buffer that hold events, then exit.
+    #[arg(long = "cpus")]
+    pub list_cpus: bool,
+    /// With the CPU list: the time of each CPU's first event.
+    #[arg(long = "first-event")]
+    pub first_event: bool,
+    /// With the CPU list: the time of each CPU's last event.
+    #[arg(long = "last-event")]
+    pub last_event: bool,
+    /// Accepted after -i as trace-cmd does; trace-cmd 3.1.6 applies no
+    /// offset to a single file, and neither does tracer-cli.
+    #[arg(long = "ts-offset", value_name = "NS", allow_hyphen_values = true)]
+    pub ts_offset: Option<i64>,
+    /// The timestamps count HZ ticks per second: show them in seconds.
+    #[arg(long = "ts2secs", value_name = "HZ")]
+    pub ts2secs: Option<u64>,
+    /// Show the time since the previous event.
+    #[arg(long = "ts-diff")]
+    pub ts_diff: bool,
+    /// Show timestamps as recorded, without any correction.
+    #[arg(long = "raw-ts")]
+    pub raw_ts: bool,
+    /// Ignore the date offset the file was recorded with (record --date).
+    #[arg(long = "nodate")]
+    pub nodate: bool,
+    /// Show timestamps relative to the first event.
+    #[arg(long = "align-ts")]
+    pub align_ts: bool,
     /// Write the stitched stacks to FILE as a pprof profile (profile.proto,
     /// gzip) for go tool pprof, speedscope, Pyroscope or Parca.
     #[arg(long, value_name = "FILE")]
@@ -68,6 +154,34 @@ pub struct Args {
 }
 
 impl Args {
+    /// The one input file: `-i FILE`, the file after the options, or
+    /// trace.dat.
+    pub fn path(&self) -> Result<PathBuf> {
+        match (self.input.as_slice(), &self.file) {
+            ([], None) => Ok(PathBuf::from("trace.dat")),
+            ([], Some(f)) => Ok(f.clone()),
+            ([i], None) => Ok(i.clone()),
+            ([_], Some(_)) => bail!("give the input file either with -i or after the options"),
+            _ => bail!("several input files (-i) are not supported"),
+        }
+    }
+
+    /// The ids of the events of `file` whose name or system matches one of
+    /// `patterns` as a whole (trace-cmd: `^PATTERN$`, basic regular
+    /// expression, ignoring case).
+    fn event_ids(file: &TraceFile, patterns: &[String]) -> Result<Vec<u16>> {
+        let mut ids = Vec::new();
+        for p in patterns {
+            let re = crate::cmd::bre::Bre::new(&format!("^{p}$"))?;
+            for f in file.formats().iter() {
+                if (re.is_match(&f.name) || re.is_match(&f.system)) && !ids.contains(&f.id) {
+                    ids.push(f.id);
+                }
+            }
+        }
+        Ok(ids)
+    }
+
     /// The CPUs selected with `--cpu`, or `None` for all.
     pub fn cpus(&self) -> Result<Option<Vec<u32>>> {
         if self.cpu.is_empty() {
@@ -105,6 +219,25 @@ pub fn run(args: Args) -> Result<()> {
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args);
     }
+    let path = args.path()?;
+    if args.ts_offset.is_some() && args.input.is_empty() {
+        bail!("--ts-offset must come after -i");
+    }
+    let file = TraceFile::open(&path)?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    if let Some(r) = super::report_forms::run(&args, &file, &mut out) {
+        return r;
+    }
+    let plugin_options = args
+        .plugin_options
+        .iter()
+        .map(|o| match o.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (o.clone(), None),
+        })
+        .collect();
+    let list = args.list_cpus || args.first_event || args.last_event;
     let opts = ReportOptions {
         cpus: args.cpus()?,
         filters: args.filter.clone(),
@@ -114,10 +247,30 @@ pub fn run(args: Args) -> Result<()> {
         stat: args.stat,
         uname: args.uname,
         version: args.version,
+        raw: args.raw,
+        raw_events: Args::event_ids(&file, &args.raw_events)?,
+        no_handler_events: Args::event_ids(&file, &args.no_handler)?,
+        plugins: if args.no_plugins {
+            Plugins::None
+        } else if args.local_plugins {
+            Plugins::NoSystem
+        } else {
+            Plugins::All
+        },
+        plugin_options,
+        no_irqs: args.no_irqs,
+        no_softirqs: args.no_softirqs,
+        ts_diff: args.ts_diff,
+        raw_ts: args.raw_ts,
+        nodate: args.nodate,
+        align_ts: args.align_ts,
+        ts2secs: args.ts2secs,
+        wakeup: args.wakeup,
+        cpu_list: list.then_some(CpuList {
+            first: args.first_event,
+            last: args.last_event,
+        }),
     };
-    let file = TraceFile::open(&args.input)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
     match report(&file, &opts, &mut out) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         r => r,
@@ -143,8 +296,8 @@ fn run_stacks(args: &Args) -> Result<()> {
     if !args.cpu.is_empty() || !args.filter.is_empty() {
         bail!("--cpu and -F do not apply to --stacks, --json, --folded or --pprof");
     }
-    let f = TraceFile::open(&args.input)
-        .with_context(|| format!("cannot open {}", args.input.display()))?;
+    let path = args.path()?;
+    let f = TraceFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
     let view = View {
         mode,
         nsec: args.nsec,
