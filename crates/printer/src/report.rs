@@ -35,10 +35,6 @@ pub struct ReportOptions {
     pub version: bool,
     /// Every event's fields raw instead of its print format (`-R`).
     pub raw: bool,
-    /// Events (format ids) printed raw (`-r`).
-    pub raw_events: Vec<u16>,
-    /// Events (format ids) printed without their plugin handler (`-n`).
-    pub no_handler_events: Vec<u16>,
     /// Which libtraceevent plugins to load (`-N`, `-L`).
     pub plugins: Plugins,
     /// Plugin options `[plugin:]name` with an optional value (`-O`).
@@ -471,7 +467,49 @@ ring buffer and are not\n        recorded in the trace data. They should all be 
 
 /// Writes the whole report of `file` to `out`.
 pub fn report(file: &TraceFile, args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let mut printer = Printer::with_plugin_flags(file, plugin_flags(args)?)?;
+    report_files(&[Input::new(file)], args, out)
+}
+
+/// One trace file of [`report_files`].
+#[derive(Debug, Clone)]
+pub struct Input<'f> {
+    /// The file.
+    pub file: &'f TraceFile,
+    /// Its name in line prefixes when several files are read (trace-cmd:
+    /// the base name).
+    pub name: String,
+    /// Events (format ids of this file) printed raw (`-r`).
+    pub raw_events: Vec<u16>,
+    /// Events (format ids of this file) printed without their plugin
+    /// handler (`-n`).
+    pub no_handler_events: Vec<u16>,
+}
+
+impl<'f> Input<'f> {
+    /// `file`, named by its base name, no per-event settings.
+    pub fn new(file: &'f TraceFile) -> Input<'f> {
+        let name = file
+            .path()
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        Input {
+            file,
+            name,
+            raw_events: Vec::new(),
+            no_handler_events: Vec::new(),
+        }
+    }
+}
+
+/// libtraceevent and the filters for one file.
+struct Source<'f> {
+    printer: Printer<'f>,
+    cx: Ctx<'f>,
+}
+
+/// Sets up the printer of one input as the options say.
+fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f>> {
+    let mut printer = Printer::with_plugin_flags(input.file, plugin_flags(args)?)?;
     if args.nsec {
         printer.set_nsec();
     }
@@ -487,104 +525,147 @@ pub fn report(file: &TraceFile, args: &ReportOptions, out: &mut dyn Write) -> Re
     if args.ts_diff {
         printer.set_ts_diff(args.ts2secs.is_none());
     }
-    let cpus = args.cpus.as_deref();
-    if !args.filters.is_empty() || !args.raw_events.is_empty() || !args.no_handler_events.is_empty()
+    if !args.filters.is_empty()
+        || !input.raw_events.is_empty()
+        || !input.no_handler_events.is_empty()
     {
         printer.register_all();
     }
-    for &id in &args.raw_events {
+    for &id in &input.raw_events {
         printer
             .tep_mut()
             .set_event_flags(id, tep::TEP_EVENT_FL_PRINTRAW);
     }
-    for &id in &args.no_handler_events {
+    for &id in &input.no_handler_events {
         printer
             .tep_mut()
             .set_event_flags(id, tep::TEP_EVENT_FL_NOHANDLE);
     }
-    let filters = Filters::new(&printer, args)?;
-    let mut time = TimeCalc {
-        raw: args.raw_ts,
-        ns_per_tick: args.ts2secs.map(|hz| 1e9 / hz.max(1) as f64),
-        offset: ts_offset(file, args.nodate),
+    Ok(printer)
+}
+
+/// Writes the report of one file, or of several merged by time as
+/// trace-cmd merges several `-i` files: a `NAME: cpus=N` line per file,
+/// then every event prefixed with its file's (or instance's) name.
+pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let multi = inputs.len() > 1;
+    let mut width = if multi {
+        inputs.iter().map(|i| i.name.len()).max().unwrap_or(0)
+    } else {
+        0
     };
-    if let Some(list) = args.cpu_list {
-        return print_cpu_list(file, &mut printer, time, list, out);
-    }
-    if args.align_ts {
-        time.offset = time.offset.wrapping_sub(first_ts(file, time) as i64);
-    }
-    writeln!(out, "cpus={}", file.cpu_count())?;
-    // Like trace-cmd: --version wins over --uname, which wins over --stat.
-    if args.version || args.uname {
-        if args.version {
-            return print_version(file, out);
+    let mut sources = Vec::new();
+    let mut first: Option<u64> = None;
+    for input in inputs {
+        let file = input.file;
+        let mut printer = printer_for(input, args)?;
+        let filters = Filters::new(&printer, args)?;
+        let time = TimeCalc {
+            raw: args.raw_ts,
+            ns_per_tick: args.ts2secs.map(|hz| 1e9 / hz.max(1) as f64),
+            offset: ts_offset(file, args.nodate),
+        };
+        if let Some(list) = args.cpu_list {
+            return print_cpu_list(file, &mut printer, time, list, out);
         }
-        match file.uname() {
-            Some(u) => writeln!(out, "{u}")?,
-            None => writeln!(out, " uname was not recorded in this file")?,
+        if args.align_ts {
+            let t = first_ts(file, time);
+            first = Some(first.map_or(t, |f| f.min(t)));
         }
-        return print_version(file, out);
+        if multi {
+            write!(out, "{:>width$}: ", input.name)?;
+        }
+        writeln!(out, "cpus={}", file.cpu_count())?;
+        // Like trace-cmd: --version wins over --uname, which wins over --stat.
+        if args.version || args.uname {
+            if args.uname && !args.version {
+                match file.uname() {
+                    Some(u) => writeln!(out, "{u}")?,
+                    None => writeln!(out, " uname was not recorded in this file")?,
+                }
+            }
+            print_version(file, out)?;
+            continue;
+        }
+        if args.stat {
+            print_stats(file, out)?;
+            continue;
+        }
+        for b in file.buffers().iter().filter(|b| !b.is_top()) {
+            width = width.max(b.name.len());
+        }
+        let id_of = |name| file.formats().by_name("ftrace", name).map(|f| f.id);
+        let cx = Ctx {
+            filters,
+            stack_id: id_of("kernel_stack"),
+            user_stack_id: id_of("user_stack"),
+            no_irqs: args.no_irqs,
+            no_softirqs: args.no_softirqs,
+            time,
+            file,
+        };
+        sources.push((input, Source { printer, cx }));
     }
-    if args.stat {
-        return print_stats(file, out);
+    if args.version || args.uname || args.stat {
+        out.flush()?;
+        return Ok(());
     }
-    let id_of = |name| file.formats().by_name("ftrace", name).map(|f| f.id);
-    let cx = Ctx {
-        filters,
-        stack_id: id_of("kernel_stack"),
-        user_stack_id: id_of("user_stack"),
-        no_irqs: args.no_irqs,
-        no_softirqs: args.no_softirqs,
-        time,
-        file,
-    };
-    let mut wakeups = args.wakeup.then(|| Wakeups::new(file));
-    let has_instances = file.buffers().iter().any(|b| !b.is_top());
-    let width = file
-        .buffers()
-        .iter()
-        .map(|b| b.name.len())
-        .max()
-        .unwrap_or(0);
-    let mut streams: Vec<Stream<'_>> = file
-        .buffers()
-        .iter()
-        .map(|b| Stream {
-            prefix: if !has_instances {
-                String::new()
-            } else if b.is_top() {
+    if let Some(first) = first {
+        for (_, s) in &mut sources {
+            s.cx.time.offset = s.cx.time.offset.wrapping_sub(first as i64);
+        }
+    }
+    let cpus = args.cpus.as_deref();
+    let mut streams: Vec<(usize, Stream<'_>)> = Vec::new();
+    for (n, (input, src)) in sources.iter().enumerate() {
+        let file = src.cx.file;
+        let has_instances = file.buffers().iter().any(|b| !b.is_top());
+        for b in file.buffers() {
+            let prefix = if b.is_top() && multi {
+                format!("{:>width$}: ", input.name)
+            } else if b.is_top() && has_instances {
                 format!("{:>width$}  ", "")
+            } else if b.is_top() {
+                String::new()
             } else {
                 format!("{:>width$}: ", b.name)
-            },
-            iter: file.records_of_cpus(b, cpus).trace_cmd_compat(),
-            next: None,
-            done: false,
-            last_printed: Vec::new(),
-            error: None,
-        })
-        .collect();
+            };
+            streams.push((
+                n,
+                Stream {
+                    prefix,
+                    iter: file.records_of_cpus(b, cpus).trace_cmd_compat(),
+                    next: None,
+                    done: false,
+                    last_printed: Vec::new(),
+                    error: None,
+                },
+            ));
+        }
+    }
+    let mut wakeups = (args.wakeup && !multi).then(|| Wakeups::new(inputs[0].file));
     loop {
         let mut best: Option<(usize, u64)> = None;
-        for (i, s) in streams.iter_mut().enumerate() {
-            if let Some(ts) = s.peek(&cx)? {
+        for (i, (n, s)) in streams.iter_mut().enumerate() {
+            if let Some(ts) = s.peek(&sources[*n].1.cx)? {
                 if best.is_none_or(|(_, b)| ts < b) {
                     best = Some((i, ts));
                 }
             }
         }
         let Some((i, ts)) = best else { break };
-        let s = &mut streams[i];
+        let (n, s) = &mut streams[i];
+        let src = &mut sources[*n].1;
         let (rec, lost) = s.next.take().expect("peeked");
-        let name = cx
+        let name = src
+            .cx
             .file
             .formats()
             .of(&rec)
             .map(|f| f.name.as_str())
             .unwrap_or("[UNKNOWN EVENT]");
         out.write_all(s.prefix.as_bytes())?;
-        out.write_all(printer.format(&rec, ts, name, lost))?;
+        out.write_all(src.printer.format(&rec, ts, name, lost))?;
         if let Some(w) = wakeups.as_mut() {
             w.record(&rec, ts, out)?;
         }
@@ -594,7 +675,7 @@ pub fn report(file: &TraceFile, args: &ReportOptions, out: &mut dyn Write) -> Re
         w.summary(out)?;
     }
     out.flush()?;
-    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
+    if let Some(e) = streams.iter_mut().find_map(|(_, s)| s.error.take()) {
         return Err(e.into());
     }
     Ok(())

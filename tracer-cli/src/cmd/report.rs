@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use ustack_printer::report::{report, CpuList, Plugins, ReportOptions};
+use ustack_printer::report::{report_files, CpuList, Input, Plugins, ReportOptions};
 use ustack_printer::stacks::{self, Mode, View};
 use ustack_tracedata::TraceFile;
 
@@ -154,15 +154,22 @@ pub struct Args {
 }
 
 impl Args {
-    /// The one input file: `-i FILE`, the file after the options, or
-    /// trace.dat.
-    pub fn path(&self) -> Result<PathBuf> {
+    /// The input files: the `-i FILE`s, else the file after the options,
+    /// else trace.dat.
+    pub fn paths(&self) -> Result<Vec<PathBuf>> {
         match (self.input.as_slice(), &self.file) {
-            ([], None) => Ok(PathBuf::from("trace.dat")),
-            ([], Some(f)) => Ok(f.clone()),
-            ([i], None) => Ok(i.clone()),
-            ([_], Some(_)) => bail!("give the input file either with -i or after the options"),
-            _ => bail!("several input files (-i) are not supported"),
+            ([], None) => Ok(vec![PathBuf::from("trace.dat")]),
+            ([], Some(f)) => Ok(vec![f.clone()]),
+            (i, None) => Ok(i.to_vec()),
+            (_, Some(_)) => bail!("give the input files either with -i or after the options"),
+        }
+    }
+
+    /// The one input file of the views that read one.
+    pub fn path(&self) -> Result<PathBuf> {
+        match self.paths()?.as_slice() {
+            [p] => Ok(p.clone()),
+            _ => bail!("--stacks, --json, --folded and --pprof read one file"),
         }
     }
 
@@ -219,15 +226,25 @@ pub fn run(args: Args) -> Result<()> {
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args);
     }
-    let path = args.path()?;
+    let paths = args.paths()?;
     if args.ts_offset.is_some() && args.input.is_empty() {
         bail!("--ts-offset must come after -i");
     }
-    let file = TraceFile::open(&path)?;
+    let files = paths
+        .iter()
+        .map(TraceFile::open)
+        .collect::<Result<Vec<_>, _>>()?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    if let Some(r) = super::report_forms::run(&args, &file, &mut out) {
+    if let Some(r) = super::report_forms::run(&args, &files[0], &mut out) {
         return r;
+    }
+    let mut inputs = Vec::new();
+    for f in &files {
+        let mut input = Input::new(f);
+        input.raw_events = Args::event_ids(f, &args.raw_events)?;
+        input.no_handler_events = Args::event_ids(f, &args.no_handler)?;
+        inputs.push(input);
     }
     let plugin_options = args
         .plugin_options
@@ -248,8 +265,6 @@ pub fn run(args: Args) -> Result<()> {
         uname: args.uname,
         version: args.version,
         raw: args.raw,
-        raw_events: Args::event_ids(&file, &args.raw_events)?,
-        no_handler_events: Args::event_ids(&file, &args.no_handler)?,
         plugins: if args.no_plugins {
             Plugins::None
         } else if args.local_plugins {
@@ -271,7 +286,7 @@ pub fn run(args: Args) -> Result<()> {
             last: args.last_event,
         }),
     };
-    match report(&file, &opts, &mut out) {
+    match report_files(&inputs, &opts, &mut out) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         r => r,
     }
