@@ -68,7 +68,7 @@ fn run(command: Command, sub: &clap::ArgMatches) -> anyhow::Result<()> {
         Command::Show(a) => cmd::show::run(a),
         Command::List(a) => cmd::list::run(a),
         Command::Stat(a) => cmd::stat::run(a),
-        Command::Report(a) => cmd::report::run(a),
+        Command::Report(a) => cmd::report::run(a, sub),
         Command::Tui(a) => cmd::tui::run(a, sub),
         Command::Completions(a) => cmd::docs::completions(a),
         Command::Man(a) => cmd::docs::man(a),

@@ -223,6 +223,8 @@ const FORMS: &[&[&str]] = &[
     &["-F", "kernel_stack"],
     &["-F", "sched_wakeup", "-I"],
     &["-v", "-F", "sched_switch"],
+    &["-F", "sched_switch", "-v"],
+    &["-F", "sched_switch", "-v", "-F", "kernel_stack"],
     &["-t"],
     &["-l"],
     &["--cpu", "1"],

@@ -21,8 +21,8 @@ pub struct ReportOptions {
     pub cpus: Option<Vec<u32>>,
     /// trace-cmd event filters (`-F`).
     pub filters: Vec<String>,
-    /// Hide what the filters match instead (`-v`).
-    pub invert: bool,
+    /// Hide what these filters match (`-F` given after `-v`).
+    pub neg_filters: Vec<String>,
     /// Nanosecond timestamps (`-t`).
     pub nsec: bool,
     /// The latency format (`-l`).
@@ -94,13 +94,14 @@ impl Filters {
             pos: Vec::new(),
             neg: Vec::new(),
         };
-        for s in &args.filters {
+        let all = args.filters.iter().map(|s| (s, false));
+        for (s, neg) in all.chain(args.neg_filters.iter().map(|s| (s, true))) {
             // SAFETY: the handle is valid; the filter is freed in Drop.
             let flt = unsafe { tep::tep_filter_alloc(p.tep.as_ptr()) };
             if flt.is_null() {
                 bail!("cannot allocate a filter");
             }
-            if args.invert {
+            if neg {
                 f.neg.push(flt);
             } else {
                 f.pos.push(flt);
@@ -526,6 +527,7 @@ fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f
         printer.set_ts_diff(args.ts2secs.is_none());
     }
     if !args.filters.is_empty()
+        || !args.neg_filters.is_empty()
         || !input.raw_events.is_empty()
         || !input.no_handler_events.is_empty()
     {

@@ -31,7 +31,7 @@ pub struct Args {
     /// `sched/sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
     #[arg(short = 'F', long = "filter", value_name = "FILTER")]
     pub filter: Vec<String>,
-    /// Invert the `-F` filters: hide the events they match.
+    /// Negate the `-F` filters given after it: hide the events they match.
     #[arg(short = 'v')]
     pub invert: bool,
     /// Print timestamps in nanoseconds.
@@ -222,7 +222,7 @@ impl Args {
 }
 
 /// Runs `tracer-cli report`.
-pub fn run(args: Args) -> Result<()> {
+pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args);
     }
@@ -255,10 +255,22 @@ pub fn run(args: Args) -> Result<()> {
         })
         .collect();
     let list = args.list_cpus || args.first_event || args.last_event;
+    // trace-cmd: -v negates the -F filters given after it.
+    let v_at = matches.index_of("invert").filter(|_| args.invert);
+    let at = matches.indices_of("filter").map(|i| i.collect::<Vec<_>>());
+    let (mut pos, mut neg) = (Vec::new(), Vec::new());
+    for (n, f) in args.filter.iter().enumerate() {
+        let after_v = match (v_at, at.as_ref().and_then(|a| a.get(n))) {
+            (Some(v), Some(&i)) => i > v,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if after_v { &mut neg } else { &mut pos }.push(f.clone());
+    }
     let opts = ReportOptions {
         cpus: args.cpus()?,
-        filters: args.filter.clone(),
-        invert: args.invert,
+        filters: pos,
+        neg_filters: neg,
         nsec: args.nsec,
         latency: args.latency,
         stat: args.stat,
