@@ -243,6 +243,14 @@ const MULTI_FORMS: &[&[&str]] = &[
     &["--uname"],
     &["--version"],
     &["--align-ts"],
+    &["--ts-diff"],
+    &["--ts2secs", "2000000000", "--ts-diff"],
+];
+
+/// Options after the files: `--ts2secs` then applies to the last file only.
+const MULTI_TRAILING: &[&[&str]] = &[
+    &["--ts2secs", "2000000000"],
+    &["--ts2secs", "2000000000", "--ts-diff"],
 ];
 
 #[test]
@@ -275,6 +283,13 @@ fn report_options_match_trace_cmd() {
         match compare(&several, opts) {
             None => same += 1,
             Some(why) => failures.push(format!("{several:?} {opts:?}: {why}")),
+        }
+    }
+    for trailing in MULTI_TRAILING {
+        let args: Vec<&str> = several.iter().chain(trailing.iter()).copied().collect();
+        match compare(&args, &[]) {
+            None => same += 1,
+            Some(why) => failures.push(format!("{args:?}: {why}")),
         }
     }
     eprintln!("{same} forms identical");

@@ -51,7 +51,8 @@ pub struct ReportOptions {
     pub nodate: bool,
     /// Timestamps relative to the first event of the file (`--align-ts`).
     pub align_ts: bool,
-    /// Timestamps count this many ticks per second (`--ts2secs`).
+    /// Timestamps count this many ticks per second (`--ts2secs`), for
+    /// the files without their own [`Input::ts2secs`].
     pub ts2secs: Option<u64>,
     /// Wakeup latencies after sched_switch lines and a summary (`-w`).
     pub wakeup: bool,
@@ -484,6 +485,9 @@ pub struct Input<'f> {
     /// Events (format ids of this file) printed without their plugin
     /// handler (`-n`).
     pub no_handler_events: Vec<u16>,
+    /// This file's timestamps count this many ticks per second
+    /// (`--ts2secs` after its `-i`).
+    pub ts2secs: Option<u64>,
 }
 
 impl<'f> Input<'f> {
@@ -498,6 +502,7 @@ impl<'f> Input<'f> {
             name,
             raw_events: Vec::new(),
             no_handler_events: Vec::new(),
+            ts2secs: None,
         }
     }
 }
@@ -524,7 +529,7 @@ fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f
         printer.set_raw_ts();
     }
     if args.ts_diff {
-        printer.set_ts_diff(args.ts2secs.is_none());
+        printer.set_ts_diff(input.ts2secs.or(args.ts2secs).is_none());
     }
     if !args.filters.is_empty()
         || !args.neg_filters.is_empty()
@@ -551,6 +556,9 @@ fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f
 /// then every event prefixed with its file's (or instance's) name.
 pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
     let multi = inputs.len() > 1;
+    if multi && args.wakeup {
+        bail!("Wakeup tracing can only be done on a single input file");
+    }
     let mut width = if multi {
         inputs.iter().map(|i| i.name.len()).max().unwrap_or(0)
     } else {
@@ -564,7 +572,10 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
         let filters = Filters::new(&printer, args)?;
         let time = TimeCalc {
             raw: args.raw_ts,
-            ns_per_tick: args.ts2secs.map(|hz| 1e9 / hz.max(1) as f64),
+            ns_per_tick: input
+                .ts2secs
+                .or(args.ts2secs)
+                .map(|hz| 1e9 / hz.max(1) as f64),
             offset: ts_offset(file, args.nodate),
         };
         if let Some(list) = args.cpu_list {
@@ -645,7 +656,8 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
             ));
         }
     }
-    let mut wakeups = (args.wakeup && !multi).then(|| Wakeups::new(inputs[0].file));
+    let mut wakeups = args.wakeup.then(|| Wakeups::new(inputs[0].file));
+    let mut ts_diff_last = None;
     loop {
         let mut best: Option<(usize, u64)> = None;
         for (i, (n, s)) in streams.iter_mut().enumerate() {
@@ -667,7 +679,10 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
             .map(|f| f.name.as_str())
             .unwrap_or("[UNKNOWN EVENT]");
         out.write_all(s.prefix.as_bytes())?;
+        // trace-cmd keeps one --ts-diff "previous timestamp" for all files.
+        src.printer.set_ts_diff_last(ts_diff_last);
         out.write_all(src.printer.format(&rec, ts, name, lost))?;
+        ts_diff_last = src.printer.ts_diff_last();
         if let Some(w) = wakeups.as_mut() {
             w.record(&rec, ts, out)?;
         }

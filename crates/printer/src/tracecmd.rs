@@ -129,6 +129,20 @@ impl<'f> Printer<'f> {
         self.ts_diff_usecs = trace_clock && self.time == Some((1000, 6));
     }
 
+    /// `--ts-diff`'s previous timestamp, which trace-cmd shares between
+    /// the files it merges: read it after printing with one printer and
+    /// hand it to the next one with [`Printer::set_ts_diff_last`].
+    pub fn ts_diff_last(&self) -> Option<u64> {
+        self.ts_diff.flatten()
+    }
+
+    /// Sets `--ts-diff`'s previous timestamp (see [`Printer::ts_diff_last`]).
+    pub fn set_ts_diff_last(&mut self, last: Option<u64>) {
+        if self.ts_diff.is_some() {
+            self.ts_diff = Some(last);
+        }
+    }
+
     /// The time column of `ts` as in event lines (with its leading space
     /// when in seconds), for `--first-event` and `--last-event`.
     pub fn time_text(&mut self, r: &Record<'_>, ts: u64) -> Vec<u8> {

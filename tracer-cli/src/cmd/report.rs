@@ -132,9 +132,11 @@ pub struct Args {
     /// offset to a single file, and neither does tracer-cli.
     #[arg(long = "ts-offset", value_name = "NS", allow_hyphen_values = true)]
     pub ts_offset: Option<i64>,
-    /// The timestamps count HZ ticks per second: show them in seconds.
+    /// The timestamps count HZ ticks per second: show them in seconds. With
+    /// several -i files, after the second -i it applies to the file before
+    /// it; otherwise to every file.
     #[arg(long = "ts2secs", value_name = "HZ")]
-    pub ts2secs: Option<u64>,
+    pub ts2secs: Vec<u64>,
     /// Show the time since the previous event.
     #[arg(long = "ts-diff")]
     pub ts_diff: bool,
@@ -239,9 +241,26 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     if let Some(r) = super::report_forms::run(&args, &files[0], &mut out) {
         return r;
     }
+    // trace-cmd: a --ts2secs seen once a second -i was read applies to the
+    // last file named; one before that is the default of all files.
+    let inputs_at: Vec<usize> = matches
+        .indices_of("input")
+        .map_or(Vec::new(), |i| i.collect());
+    let mut default_hz = None;
+    let mut file_hz = vec![None; files.len()];
+    let hz_at = matches
+        .indices_of("ts2secs")
+        .map_or(Vec::new(), |i| i.collect());
+    for (&hz, at) in args.ts2secs.iter().zip(hz_at) {
+        match inputs_at.iter().filter(|&&i| i < at).count() {
+            n if n >= 2 => file_hz[n - 1] = Some(hz),
+            _ => default_hz = Some(hz),
+        }
+    }
     let mut inputs = Vec::new();
-    for f in &files {
+    for (n, f) in files.iter().enumerate() {
         let mut input = Input::new(f);
+        input.ts2secs = file_hz[n];
         input.raw_events = Args::event_ids(f, &args.raw_events)?;
         input.no_handler_events = Args::event_ids(f, &args.no_handler)?;
         inputs.push(input);
@@ -291,7 +310,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         raw_ts: args.raw_ts,
         nodate: args.nodate,
         align_ts: args.align_ts,
-        ts2secs: args.ts2secs,
+        ts2secs: default_hz,
         wakeup: args.wakeup,
         cpu_list: list.then_some(CpuList {
             first: args.first_event,
