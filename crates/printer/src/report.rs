@@ -54,6 +54,9 @@ pub struct ReportOptions {
     /// Timestamps count this many ticks per second (`--ts2secs`), for
     /// the files without their own [`Input::ts2secs`].
     pub ts2secs: Option<u64>,
+    /// Print the filters as libtraceevent understood them and stop, when
+    /// there are any (`-T`); the caller exits after [`report_files`].
+    pub test_filters: bool,
     /// Wakeup latencies after sched_switch lines and a summary (`-w`).
     pub wakeup: bool,
     /// Only list the CPUs of the top buffer that hold data, each with the
@@ -569,7 +572,20 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
     for input in inputs {
         let file = input.file;
         let mut printer = printer_for(input, args)?;
+        let testing =
+            args.test_filters && !(args.filters.is_empty() && args.neg_filters.is_empty());
+        if testing {
+            out.flush()?;
+            // SAFETY: the handle is valid; the flag only makes filter
+            // parsing print what it parsed.
+            unsafe { tep::tep_set_test_filters(printer.tep.as_ptr(), 1) };
+        }
         let filters = Filters::new(&printer, args)?;
+        if testing {
+            // libtraceevent printed the filters (to the C stdout); trace-cmd
+            // stops there.
+            return Ok(());
+        }
         let time = TimeCalc {
             raw: args.raw_ts,
             ns_per_tick: input
@@ -643,17 +659,26 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
             } else {
                 format!("{:>width$}: ", b.name)
             };
-            streams.push((
-                n,
-                Stream {
-                    prefix,
-                    iter: file.records_of_cpus(b, cpus).trace_cmd_compat(),
-                    next: None,
-                    done: false,
-                    last_printed: Vec::new(),
-                    error: None,
-                },
-            ));
+            // One stream per CPU, merged here by the timestamps as shown:
+            // trace-cmd compares converted timestamps (--ts2secs can make
+            // two equal), the lower CPU (or the earlier --cpu) first.
+            let all: Vec<u32> = b.cpus.iter().map(|c| c.cpu).collect();
+            for &cpu in cpus.unwrap_or(&all) {
+                if !all.contains(&cpu) {
+                    continue;
+                }
+                streams.push((
+                    n,
+                    Stream {
+                        prefix: prefix.clone(),
+                        iter: file.records_of_cpus(b, Some(&[cpu])).trace_cmd_compat(),
+                        next: None,
+                        done: false,
+                        last_printed: Vec::new(),
+                        error: None,
+                    },
+                ));
+            }
         }
     }
     let mut wakeups = args.wakeup.then(|| Wakeups::new(inputs[0].file));

@@ -181,6 +181,9 @@ extern "C" {
     /// Sets plugin option `name` (`[plugin:]option`) to `val` (null: "1")
     /// for plugins loaded afterwards; 0 on success.
     pub fn tep_plugin_add_option(name: *const c_char, val: *const c_char) -> c_int;
+    /// With `test_filters` non-zero, adding a filter prints it (`'event:
+    /// expression'`) to the C `stdout`, as `trace-cmd report -T` shows.
+    pub fn tep_set_test_filters(tep: *mut tep_handle, test_filters: c_int);
     /// Prints every kernel function of the handle to the C `stdout`.
     pub fn tep_print_funcs(tep: *mut tep_handle);
     /// Prints every printk format of the handle to the C `stdout`.

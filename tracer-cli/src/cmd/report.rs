@@ -92,6 +92,9 @@ pub struct Args {
     /// Show wakeup latencies.
     #[arg(short = 'w')]
     pub wakeup: bool,
+    /// Print the -F filters as parsed (`'event: expression'`), then exit.
+    #[arg(short = 'T', long = "filter-test")]
+    pub test_filters: bool,
     /// Do not print warnings.
     #[arg(short = 'q')]
     pub quiet: bool,
@@ -312,6 +315,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         align_ts: args.align_ts,
         ts2secs: default_hz,
         wakeup: args.wakeup,
+        test_filters: args.test_filters,
         cpu_list: list.then_some(CpuList {
             first: args.first_event,
             last: args.last_event,
