@@ -232,8 +232,11 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         return run_stacks(&args);
     }
     let paths = args.paths()?;
-    if args.ts_offset.is_some() && args.input.is_empty() {
-        bail!("--ts-offset must come after -i");
+    let first_input = matches.indices_of("input").and_then(|mut i| i.next());
+    if let Some(at) = matches.index_of("ts_offset") {
+        if first_input.is_none_or(|i| i > at) {
+            bail!("--ts-offset must come after -i");
+        }
     }
     let files = paths
         .iter()
@@ -244,22 +247,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     if let Some(r) = super::report_forms::run(&args, &files[0], &mut out) {
         return r;
     }
-    // trace-cmd: a --ts2secs seen once a second -i was read applies to the
-    // last file named; one before that is the default of all files.
-    let inputs_at: Vec<usize> = matches
-        .indices_of("input")
-        .map_or(Vec::new(), |i| i.collect());
-    let mut default_hz = None;
-    let mut file_hz = vec![None; files.len()];
-    let hz_at = matches
-        .indices_of("ts2secs")
-        .map_or(Vec::new(), |i| i.collect());
-    for (&hz, at) in args.ts2secs.iter().zip(hz_at) {
-        match inputs_at.iter().filter(|&&i| i < at).count() {
-            n if n >= 2 => file_hz[n - 1] = Some(hz),
-            _ => default_hz = Some(hz),
-        }
-    }
+    let (default_hz, file_hz) = ts2secs_per_file(&args, matches, files.len());
     let mut inputs = Vec::new();
     for (n, f) in files.iter().enumerate() {
         let mut input = Input::new(f);
@@ -277,18 +265,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         })
         .collect();
     let list = args.list_cpus || args.first_event || args.last_event;
-    // trace-cmd: -v negates the -F filters given after it.
-    let v_at = matches.index_of("invert").filter(|_| args.invert);
-    let at = matches.indices_of("filter").map(|i| i.collect::<Vec<_>>());
-    let (mut pos, mut neg) = (Vec::new(), Vec::new());
-    for (n, f) in args.filter.iter().enumerate() {
-        let after_v = match (v_at, at.as_ref().and_then(|a| a.get(n))) {
-            (Some(v), Some(&i)) => i > v,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        if after_v { &mut neg } else { &mut pos }.push(f.clone());
-    }
+    let (pos, neg) = split_filters(&args, matches);
     let opts = ReportOptions {
         cpus: args.cpus()?,
         filters: pos,
@@ -325,6 +302,46 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         r => r,
     }
+}
+
+/// trace-cmd's `--ts2secs`: one given once a second `-i` was read applies
+/// to the last file named; one before that is the default of every file.
+/// Returns the default and the per-file values.
+fn ts2secs_per_file(
+    args: &Args,
+    matches: &clap::ArgMatches,
+    files: usize,
+) -> (Option<u64>, Vec<Option<u64>>) {
+    let inputs_at: Vec<usize> = matches
+        .indices_of("input")
+        .map_or(Vec::new(), |i| i.collect());
+    let hz_at = matches
+        .indices_of("ts2secs")
+        .map_or(Vec::new(), |i| i.collect());
+    let mut default_hz = None;
+    let mut file_hz = vec![None; files];
+    for (&hz, at) in args.ts2secs.iter().zip(hz_at) {
+        match inputs_at.iter().filter(|&&i| i < at).count() {
+            n if n >= 2 => file_hz[n - 1] = Some(hz),
+            _ => default_hz = Some(hz),
+        }
+    }
+    (default_hz, file_hz)
+}
+
+/// trace-cmd's `-v`: it negates the `-F` filters given after it. Returns
+/// the positive and the negative filters.
+fn split_filters(args: &Args, matches: &clap::ArgMatches) -> (Vec<String>, Vec<String>) {
+    let v_at = matches.index_of("invert").filter(|_| args.invert);
+    let at: Vec<usize> = matches
+        .indices_of("filter")
+        .map_or(Vec::new(), |i| i.collect());
+    let (mut pos, mut neg) = (Vec::new(), Vec::new());
+    for (n, f) in args.filter.iter().enumerate() {
+        let after_v = v_at.is_some_and(|v| at.get(n).is_none_or(|&i| i > v));
+        if after_v { &mut neg } else { &mut pos }.push(f.clone());
+    }
+    (pos, neg)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
