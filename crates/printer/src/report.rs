@@ -3,7 +3,6 @@
 //! engine) and `--cpu`, instance prefixes, `CPU:N [N EVENTS DROPPED]`
 //! lines, and the `--stat`, `--uname` and `--version` forms.
 
-use std::ffi::c_int;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
@@ -124,18 +123,14 @@ impl Filters {
         Ok(f)
     }
 
-    /// trace-cmd's test_filters(): the result code of the last filter tried.
-    fn test(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>, neg: bool) -> c_int {
-        let mut ret = tep::TEP_ERRNO__NO_FILTER;
-        for &f in list {
+    /// Whether any filter of `list` matches `rec` (libtraceevent: it
+    /// matches, or the filter is empty).
+    fn any(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>) -> bool {
+        list.iter().any(|&f| {
             // SAFETY: f is a live filter and rec a valid record.
-            ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
-            let found = ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH;
-            if !neg && found {
-                break;
-            }
-        }
-        ret
+            let ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
+            ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH
+        })
     }
 }
 
@@ -220,22 +215,14 @@ impl<'a> Stream<'a> {
         if self.last_printed.len() <= cpu {
             self.last_printed.resize(cpu + 1, false);
         }
-        let matches = |ret| ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH;
-        let found = f
-            .pos
-            .iter()
-            .any(|&flt| matches(Filters::test(&[flt], &mut rec, false)));
-        if !found && !f.pos.is_empty() {
+        if !f.pos.is_empty() && !Filters::any(&f.pos, &mut rec) {
             let id = r.common_type();
             let is_stack = id.is_some() && (id == cx.stack_id || id == cx.user_stack_id);
             if !(is_stack && self.last_printed[cpu]) {
                 return false;
             }
         }
-        let hidden = f
-            .neg
-            .iter()
-            .any(|&flt| matches(Filters::test(&[flt], &mut rec, true)));
+        let hidden = Filters::any(&f.neg, &mut rec);
         self.last_printed[cpu] = !hidden;
         !hidden
     }
