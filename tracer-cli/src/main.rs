@@ -6,6 +6,7 @@
 //! crates (`ustack-record`, `ustack-printer`, `ustack-tui`, ...).
 
 mod cmd;
+mod epipe;
 mod signals;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -57,6 +58,23 @@ enum Command {
     Man(cmd::docs::ManArgs),
 }
 
+fn run(command: Command, sub: &clap::ArgMatches) -> anyhow::Result<()> {
+    match command {
+        Command::Record(a) => cmd::record::run(a, sub),
+        Command::Start(a) => cmd::start::run(a, sub),
+        Command::Stop(a) => cmd::stop::run(a),
+        Command::Extract(a) => cmd::extract::run(a),
+        Command::Reset(a) => cmd::reset::run(a),
+        Command::Show(a) => cmd::show::run(a),
+        Command::List(a) => cmd::list::run(a),
+        Command::Stat(a) => cmd::stat::run(a),
+        Command::Report(a) => cmd::report::run(a, sub),
+        Command::Tui(a) => cmd::tui::run(a, sub),
+        Command::Completions(a) => cmd::docs::completions(a),
+        Command::Man(a) => cmd::docs::man(a),
+    }
+}
+
 fn main() {
     // The subcommand's matches stay available: they keep the order of the
     // options (which -f follows which -e).
@@ -66,30 +84,21 @@ fn main() {
         .subcommand()
         .map(|(_, m)| m.clone())
         .unwrap_or_default();
-    let result = match cli.command {
-        Command::Record(a) => cmd::record::run(a, &sub),
-        Command::Start(a) => cmd::start::run(a, &sub),
-        Command::Stop(a) => cmd::stop::run(a),
-        Command::Extract(a) => cmd::extract::run(a),
-        Command::Reset(a) => cmd::reset::run(a),
-        Command::Show(a) => cmd::show::run(a),
-        Command::List(a) => cmd::list::run(a),
-        Command::Stat(a) => cmd::stat::run(a),
-        Command::Report(a) => cmd::report::run(a),
-        Command::Tui(a) => cmd::tui::run(a, &sub),
-        Command::Completions(a) => cmd::docs::completions(a),
-        Command::Man(a) => cmd::docs::man(a),
-    };
-    if let Err(err) = result {
+    epipe::install_panic_hook();
+    // AssertUnwindSafe: after a panic nothing of `cli` or `sub` is used
+    // again (the process exits or the panic resumes).
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || run(cli.command, &sub)));
+    match outcome {
+        Ok(Ok(())) => {}
         // A reader that went away (`| head`) is not a failure.
-        if err.chain().any(|e| {
-            e.downcast_ref::<std::io::Error>()
-                .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-        }) {
-            std::process::exit(0);
+        Ok(Err(err)) if epipe::is_broken_pipe(&err) => std::process::exit(0),
+        Ok(Err(err)) => {
+            // One line, whatever went wrong: the chain is joined with ": ".
+            eprintln!("tracer-cli: {err:#}");
+            std::process::exit(1);
         }
-        // One line, whatever went wrong: the chain is joined with ": ".
-        eprintln!("tracer-cli: {err:#}");
-        std::process::exit(1);
+        Err(panic) if epipe::is_broken_pipe_panic(&*panic) => std::process::exit(0),
+        Err(panic) => std::panic::resume_unwind(panic),
     }
 }

@@ -187,7 +187,7 @@ fn cpu_and_event_filters_are_refused_with_stacks() {
     assert_eq!(out, "");
     assert_eq!(
         err,
-        "tracer-cli: --cpu and -F do not apply to --stacks, --json or --folded\n"
+        "tracer-cli: --cpu and -F do not apply to --stacks, --json, --folded or --pprof\n"
     );
 }
 

@@ -5,7 +5,7 @@
 //!   report` does, and [`report::report`] the whole report with trace-cmd's
 //!   filters and forms (`--stat`, `--uname`, `--version`);
 //! * [`stacks`] writes the stitched views (text blocks, JSON through serde,
-//!   folded stacks for flame graphs);
+//!   folded stacks for flame graphs, and [`pprof`] profiles);
 //! * [`group`] is the text of one stitched group and [`frame`] the one
 //!   place a stack frame is spelt, for each kind of output.
 //!
@@ -14,6 +14,9 @@
 
 pub mod frame;
 pub mod group;
+pub mod listings;
+pub mod pprof;
 pub mod report;
 pub mod stacks;
 pub mod tracecmd;
+pub mod wakeup;

@@ -3,7 +3,6 @@
 //! engine) and `--cpu`, instance prefixes, `CPU:N [N EVENTS DROPPED]`
 //! lines, and the `--stat`, `--uname` and `--version` forms.
 
-use std::ffi::c_int;
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
@@ -12,6 +11,7 @@ use ustack_tracedata::{Item, Record, TraceFile};
 use ustack_traceevent_sys as tep;
 
 use crate::tracecmd::Printer;
+use crate::wakeup::Wakeups;
 
 /// What `report` prints, and how.
 #[derive(Debug, Clone, Default)]
@@ -20,8 +20,8 @@ pub struct ReportOptions {
     pub cpus: Option<Vec<u32>>,
     /// trace-cmd event filters (`-F`).
     pub filters: Vec<String>,
-    /// Hide what the filters match instead (`-v`).
-    pub invert: bool,
+    /// Hide what these filters match (`-F` given after `-v`).
+    pub neg_filters: Vec<String>,
     /// Nanosecond timestamps (`-t`).
     pub nsec: bool,
     /// The latency format (`-l`).
@@ -32,6 +32,57 @@ pub struct ReportOptions {
     pub uname: bool,
     /// The version of the tool that wrote the file (`--version`).
     pub version: bool,
+    /// Every event's fields raw instead of its print format (`-R`).
+    pub raw: bool,
+    /// Which libtraceevent plugins to load (`-N`, `-L`).
+    pub plugins: Plugins,
+    /// Plugin options `[plugin:]name` with an optional value (`-O`).
+    pub plugin_options: Vec<(String, Option<String>)>,
+    /// Hide events that happened in hard interrupt context (`-I`).
+    pub no_irqs: bool,
+    /// Hide events that happened in soft interrupt context (`-S`).
+    pub no_softirqs: bool,
+    /// The time since the previous event after each timestamp (`--ts-diff`).
+    pub ts_diff: bool,
+    /// Timestamps as recorded: no offsets, no conversion (`--raw-ts`).
+    pub raw_ts: bool,
+    /// Ignore the DATE option of the file (`--nodate`).
+    pub nodate: bool,
+    /// Timestamps relative to the first event of the file (`--align-ts`).
+    pub align_ts: bool,
+    /// Timestamps count this many ticks per second (`--ts2secs`), for
+    /// the files without their own [`Input::ts2secs`].
+    pub ts2secs: Option<u64>,
+    /// Print the filters as libtraceevent understood them and stop, when
+    /// there are any (`-T`); the caller exits after [`report_files`].
+    pub test_filters: bool,
+    /// Wakeup latencies after sched_switch lines and a summary (`-w`).
+    pub wakeup: bool,
+    /// Only list the CPUs of the top buffer that hold data, each with the
+    /// time of its first and/or last event (`--cpus`, `--first-event`,
+    /// `--last-event`).
+    pub cpu_list: Option<CpuList>,
+}
+
+/// Which plugins `report` loads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Plugins {
+    /// The system's and the user's (trace-cmd's default).
+    #[default]
+    All,
+    /// Only the user's, from `~/.local/lib/traceevent/plugins` (`-L`).
+    NoSystem,
+    /// None (`-N`).
+    None,
+}
+
+/// What `--cpus`, `--first-event` and `--last-event` show per CPU.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuList {
+    /// The time of the CPU's first event.
+    pub first: bool,
+    /// The time of the CPU's last event.
+    pub last: bool,
 }
 
 /// trace-cmd's -F filters, through libtraceevent's filter engine.
@@ -46,13 +97,14 @@ impl Filters {
             pos: Vec::new(),
             neg: Vec::new(),
         };
-        for s in &args.filters {
+        let all = args.filters.iter().map(|s| (s, false));
+        for (s, neg) in all.chain(args.neg_filters.iter().map(|s| (s, true))) {
             // SAFETY: the handle is valid; the filter is freed in Drop.
             let flt = unsafe { tep::tep_filter_alloc(p.tep.as_ptr()) };
             if flt.is_null() {
                 bail!("cannot allocate a filter");
             }
-            if args.invert {
+            if neg {
                 f.neg.push(flt);
             } else {
                 f.pos.push(flt);
@@ -71,18 +123,14 @@ impl Filters {
         Ok(f)
     }
 
-    /// trace-cmd's test_filters(): the result code of the last filter tried.
-    fn test(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>, neg: bool) -> c_int {
-        let mut ret = tep::TEP_ERRNO__NO_FILTER;
-        for &f in list {
+    /// Whether any filter of `list` matches `rec` (libtraceevent: it
+    /// matches, or the filter is empty).
+    fn any(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>) -> bool {
+        list.iter().any(|&f| {
             // SAFETY: f is a live filter and rec a valid record.
-            ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
-            let found = ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH;
-            if !neg && found {
-                break;
-            }
-        }
-        ret
+            let ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
+            ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH
+        })
     }
 }
 
@@ -109,7 +157,10 @@ struct Stream<'a> {
 struct Ctx<'f> {
     filters: Filters,
     stack_id: Option<u16>,
-    ts_offset: i64,
+    user_stack_id: Option<u16>,
+    no_irqs: bool,
+    no_softirqs: bool,
+    time: TimeCalc,
     file: &'f TraceFile,
 }
 
@@ -139,53 +190,77 @@ impl<'a> Stream<'a> {
                 self.next = Some((rec, lost));
             }
         }
-        Ok(self.next.as_ref().map(|(r, _)| adjust(r.ts, cx.ts_offset)))
+        Ok(self.next.as_ref().map(|(r, _)| cx.time.apply(r.ts)))
     }
 
-    /// get_next_record()'s filter logic, including "show a kernel_stack
-    /// after a shown event" (test_stacktrace).
+    /// libtracecmd's tracecmd_filter_match() (trace-cmd 3.1): an event that
+    /// no `-F` filter matches is hidden, unless it is a `kernel_stack` or
+    /// `user_stack` and the previous shown event of its CPU was shown;
+    /// `-v` filters hide what they match. Only shown events update the
+    /// per-CPU "previous event was shown" (a hidden one does not reset it).
+    /// `-I`/`-S` hide interrupt context events before any filter.
     fn show(&mut self, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
+        let flags = r.common_flags().unwrap_or(0);
+        if (cx.no_irqs && flags & TRACE_FLAG_HARDIRQ != 0)
+            || (cx.no_softirqs && flags & TRACE_FLAG_SOFTIRQ != 0)
+        {
+            return false;
+        }
         let f = &cx.filters;
         if f.pos.is_empty() && f.neg.is_empty() {
             return true;
         }
-        let mut rec = tep::Record::new(r.data, adjust(r.ts, cx.ts_offset), r.cpu);
+        let mut rec = tep::Record::new(r.data, r.ts, r.cpu);
         let cpu = r.cpu as usize;
         if self.last_printed.len() <= cpu {
             self.last_printed.resize(cpu + 1, false);
         }
-        let is_stack = cx.stack_id.is_some() && r.common_type() == cx.stack_id;
-        let ret = Filters::test(&f.pos, &mut rec, false);
-        let shown = if ret == tep::TEP_ERRNO__FILTER_NOT_FOUND {
-            if cx.stack_id.is_some() {
-                if is_stack {
-                    Filters::test(&f.neg, &mut rec, true) != tep::TEP_ERRNO__FILTER_MATCH
-                        && self.last_printed[cpu]
-                } else {
-                    self.last_printed[cpu] = false;
-                    false
-                }
-            } else {
-                false
+        if !f.pos.is_empty() && !Filters::any(&f.pos, &mut rec) {
+            let id = r.common_type();
+            let is_stack = id.is_some() && (id == cx.stack_id || id == cx.user_stack_id);
+            if !(is_stack && self.last_printed[cpu]) {
+                return false;
             }
-        } else if ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH {
-            Filters::test(&f.neg, &mut rec, true) != tep::TEP_ERRNO__FILTER_MATCH
-        } else {
-            false
-        };
-        if shown && cx.stack_id.is_some() && !is_stack {
-            self.last_printed[cpu] = true;
         }
-        shown
+        let hidden = Filters::any(&f.neg, &mut rec);
+        self.last_printed[cpu] = !hidden;
+        !hidden
     }
 }
 
-fn adjust(ts: u64, off: i64) -> u64 {
-    ts.wrapping_add(off as u64)
+/// `common_flags`: the event happened in hard interrupt context.
+const TRACE_FLAG_HARDIRQ: u8 = 0x08;
+/// `common_flags`: the event happened in soft interrupt context.
+const TRACE_FLAG_SOFTIRQ: u8 = 0x10;
+
+/// libtracecmd's timestamp_calc(): a recorded timestamp as shown.
+#[derive(Debug, Clone, Copy, Default)]
+struct TimeCalc {
+    /// `--raw-ts`: shown as recorded.
+    raw: bool,
+    /// `--ts2secs`: nanoseconds per tick.
+    ns_per_tick: Option<f64>,
+    /// DATE and OFFSET options, minus the first timestamp for `--align-ts`.
+    offset: i64,
 }
 
-/// DATE and OFFSET options shift every timestamp, as in trace-cmd.
-fn ts_offset(file: &TraceFile) -> i64 {
+impl TimeCalc {
+    fn apply(&self, ts: u64) -> u64 {
+        if self.raw {
+            return ts;
+        }
+        // C: `ts *= handle->ts2secs` with a double, truncated back.
+        let ts = match self.ns_per_tick {
+            Some(m) => (ts as f64 * m) as u64,
+            None => ts,
+        };
+        ts.wrapping_add(self.offset as u64)
+    }
+}
+
+/// DATE (unless `nodate`) and OFFSET options shift every timestamp, as in
+/// trace-cmd.
+fn ts_offset(file: &TraceFile, nodate: bool) -> i64 {
     let mut off = 0i64;
     for o in file.options() {
         let text = String::from_utf8_lossy(&o.data);
@@ -206,7 +281,7 @@ fn ts_offset(file: &TraceFile) -> i64 {
                 v
             }
         };
-        if o.id == option::DATE {
+        if o.id == option::DATE && !nodate {
             off = off.wrapping_add(parse(text).wrapping_mul(1000));
         } else if o.id == option::OFFSET {
             off = off.wrapping_add(parse(text));
@@ -219,6 +294,100 @@ fn print_version(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
     match file.tool_version() {
         Some(v) => writeln!(out, "{v}")?,
         None => writeln!(out, " version was not recorded in this file")?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// `-O` plugin options, set before the plugins load, and the flags for
+/// `-N` and `-L`.
+fn plugin_flags(args: &ReportOptions) -> Result<std::ffi::c_int> {
+    for (name, value) in &args.plugin_options {
+        let n = std::ffi::CString::new(name.as_str()).context("plugin option contains NUL")?;
+        let v = value
+            .as_deref()
+            .map(std::ffi::CString::new)
+            .transpose()
+            .context("plugin option contains NUL")?;
+        // SAFETY: both strings are NUL-terminated and outlive the call;
+        // libtraceevent copies them.
+        let r = unsafe {
+            tep::tep_plugin_add_option(
+                n.as_ptr(),
+                v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()),
+            )
+        };
+        if r < 0 {
+            bail!("cannot set plugin option {name}");
+        }
+    }
+    Ok(match args.plugins {
+        Plugins::All => 0,
+        Plugins::NoSystem => tep::TEP_DISABLE_SYS_PLUGINS,
+        Plugins::None => tep::TEP_DISABLE_PLUGINS,
+    })
+}
+
+/// The first and last event of each CPU of the top buffer, as shown.
+fn cpu_bounds(
+    file: &TraceFile,
+    time: TimeCalc,
+) -> Vec<(u32, Option<Record<'_>>, Option<Record<'_>>)> {
+    let Some(top) = file.buffer("") else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for c in &top.cpus {
+        let mut first = None;
+        let mut last = None;
+        for it in file.records_of_cpus(top, Some(&[c.cpu])) {
+            if let Ok(Item::Event(mut r)) = it {
+                r.ts = time.apply(r.ts);
+                if first.is_none() {
+                    first = Some(r);
+                }
+                last = Some(r);
+            }
+        }
+        if first.is_some() {
+            out.push((c.cpu, first, last));
+        }
+    }
+    out
+}
+
+/// `--align-ts`: the earliest first event of the top buffer's CPUs (0
+/// without one), whatever `--cpu` selects.
+fn first_ts(file: &TraceFile, time: TimeCalc) -> u64 {
+    cpu_bounds(file, time)
+        .iter()
+        .filter_map(|(_, f, _)| f.as_ref().map(|r| r.ts))
+        .min()
+        .unwrap_or(0)
+}
+
+/// `--cpus`, `--first-event`, `--last-event`: the CPUs of the top buffer
+/// that hold events, with the time of their first and/or last event.
+fn print_cpu_list(
+    file: &TraceFile,
+    printer: &mut Printer<'_>,
+    time: TimeCalc,
+    list: CpuList,
+    out: &mut dyn Write,
+) -> Result<()> {
+    writeln!(out, "List of CPUs in {} with data:", file.path().display())?;
+    for (cpu, first, last) in cpu_bounds(file, time) {
+        write!(out, "  {cpu}")?;
+        for (show, label, r) in [(list.first, "First", first), (list.last, "Last", last)] {
+            if let (true, Some(r)) = (show, r) {
+                // The time column without its separating space: as wide as
+                // in event lines ("%5llu.%06llu").
+                let t = printer.time_text(&r, r.ts);
+                write!(out, "\t{label} event:")?;
+                out.write_all(t.strip_prefix(b" ").unwrap_or(&t))?;
+            }
+        }
+        writeln!(out)?;
     }
     out.flush()?;
     Ok(())
@@ -256,14 +425,17 @@ ring buffer and are not\n        recorded in the trace data. They should all be 
     if let Some(top) = file.buffer("") {
         let n = top.cpus.iter().map(|c| c.cpu + 1).max().unwrap_or(0);
         // trace-cmd shows compressed CPU data where it decompressed it: one
-        // after the other, page aligned, from the first CPU's offset.
+        // after the other, page aligned, from the second page of a
+        // temporary file.
         let compressed = file.compression().is_some_and(|(c, _)| c != "none");
         let page = top.page_size.max(1) as u64;
-        let mut next = top
+        let first = top
             .cpus
             .iter()
             .find(|c| c.file_size > 0)
             .map_or(0, |c| c.file_offset);
+        // Uncompressed into a temporary file whose data starts one page in.
+        let mut next = if file.version() >= 7 { page } else { first };
         for cpu in 0..n {
             let (off, size) = match top.cpus.iter().find(|c| c.cpu == cpu) {
                 None => (0, 0),
@@ -287,91 +459,252 @@ ring buffer and are not\n        recorded in the trace data. They should all be 
 
 /// Writes the whole report of `file` to `out`.
 pub fn report(file: &TraceFile, args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    let mut printer = Printer::new(file)?;
+    report_files(&[Input::new(file)], args, out)
+}
+
+/// One trace file of [`report_files`].
+#[derive(Debug, Clone)]
+pub struct Input<'f> {
+    /// The file.
+    pub file: &'f TraceFile,
+    /// Its name in line prefixes when several files are read (trace-cmd:
+    /// the base name).
+    pub name: String,
+    /// Events (format ids of this file) printed raw (`-r`).
+    pub raw_events: Vec<u16>,
+    /// Events (format ids of this file) printed without their plugin
+    /// handler (`-n`).
+    pub no_handler_events: Vec<u16>,
+    /// This file's timestamps count this many ticks per second
+    /// (`--ts2secs` after its `-i`).
+    pub ts2secs: Option<u64>,
+}
+
+impl<'f> Input<'f> {
+    /// `file`, named by its base name, no per-event settings.
+    pub fn new(file: &'f TraceFile) -> Input<'f> {
+        let name = file
+            .path()
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        Input {
+            file,
+            name,
+            raw_events: Vec::new(),
+            no_handler_events: Vec::new(),
+            ts2secs: None,
+        }
+    }
+}
+
+/// libtraceevent and the filters for one file.
+struct Source<'f> {
+    printer: Printer<'f>,
+    cx: Ctx<'f>,
+}
+
+/// Sets up the printer of one input as the options say.
+fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f>> {
+    let mut printer = Printer::with_plugin_flags(input.file, plugin_flags(args)?)?;
     if args.nsec {
         printer.set_nsec();
     }
     if args.latency {
         printer.set_latency();
     }
-    let cpus = args.cpus.as_deref();
-    if !args.filters.is_empty() {
+    if args.raw {
+        printer.set_raw();
+    }
+    if args.raw_ts {
+        printer.set_raw_ts();
+    }
+    if args.ts_diff {
+        printer.set_ts_diff(input.ts2secs.or(args.ts2secs).is_none());
+    }
+    if !args.filters.is_empty()
+        || !args.neg_filters.is_empty()
+        || !input.raw_events.is_empty()
+        || !input.no_handler_events.is_empty()
+    {
         printer.register_all();
     }
-    let filters = Filters::new(&printer, args)?;
-    writeln!(out, "cpus={}", file.cpu_count())?;
-    // Like trace-cmd: --version wins over --uname, which wins over --stat.
-    if args.version || args.uname {
-        if args.version {
-            return print_version(file, out);
-        }
-        match file.uname() {
-            Some(u) => writeln!(out, "{u}")?,
-            None => writeln!(out, " uname was not recorded in this file")?,
-        }
-        return print_version(file, out);
+    for &id in &input.raw_events {
+        printer
+            .tep_mut()
+            .set_event_flags(id, tep::TEP_EVENT_FL_PRINTRAW);
     }
-    if args.stat {
-        return print_stats(file, out);
+    for &id in &input.no_handler_events {
+        printer
+            .tep_mut()
+            .set_event_flags(id, tep::TEP_EVENT_FL_NOHANDLE);
     }
-    let cx = Ctx {
-        filters,
-        stack_id: file
-            .formats()
-            .by_name("ftrace", "kernel_stack")
-            .map(|f| f.id),
-        ts_offset: ts_offset(file),
-        file,
+    Ok(printer)
+}
+
+/// Writes the report of one file, or of several merged by time as
+/// trace-cmd merges several `-i` files: a `NAME: cpus=N` line per file,
+/// then every event prefixed with its file's (or instance's) name.
+pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+    let multi = inputs.len() > 1;
+    if multi && args.wakeup {
+        bail!("Wakeup tracing can only be done on a single input file");
+    }
+    let mut width = if multi {
+        inputs.iter().map(|i| i.name.len()).max().unwrap_or(0)
+    } else {
+        0
     };
-    let has_instances = file.buffers().iter().any(|b| !b.is_top());
-    let width = file
-        .buffers()
-        .iter()
-        .map(|b| b.name.len())
-        .max()
-        .unwrap_or(0);
-    let mut streams: Vec<Stream<'_>> = file
-        .buffers()
-        .iter()
-        .map(|b| Stream {
-            prefix: if !has_instances {
-                String::new()
-            } else if b.is_top() {
+    let mut sources = Vec::new();
+    let mut first: Option<u64> = None;
+    for input in inputs {
+        let file = input.file;
+        let mut printer = printer_for(input, args)?;
+        let testing =
+            args.test_filters && !(args.filters.is_empty() && args.neg_filters.is_empty());
+        if testing {
+            out.flush()?;
+            // SAFETY: the handle is valid; the flag only makes filter
+            // parsing print what it parsed.
+            unsafe { tep::tep_set_test_filters(printer.tep.as_ptr(), 1) };
+        }
+        let filters = Filters::new(&printer, args)?;
+        if testing {
+            // libtraceevent printed the filters (to the C stdout); trace-cmd
+            // stops there.
+            return Ok(());
+        }
+        let time = TimeCalc {
+            raw: args.raw_ts,
+            ns_per_tick: input
+                .ts2secs
+                .or(args.ts2secs)
+                .map(|hz| 1e9 / hz.max(1) as f64),
+            offset: ts_offset(file, args.nodate),
+        };
+        if let Some(list) = args.cpu_list {
+            return print_cpu_list(file, &mut printer, time, list, out);
+        }
+        if args.align_ts {
+            let t = first_ts(file, time);
+            first = Some(first.map_or(t, |f| f.min(t)));
+        }
+        if multi {
+            write!(out, "{:>width$}: ", input.name)?;
+        }
+        writeln!(out, "cpus={}", file.cpu_count())?;
+        // Like trace-cmd: --version wins over --uname, which wins over --stat.
+        if args.version || args.uname {
+            if args.uname && !args.version {
+                match file.uname() {
+                    Some(u) => writeln!(out, "{u}")?,
+                    None => writeln!(out, " uname was not recorded in this file")?,
+                }
+            }
+            print_version(file, out)?;
+            continue;
+        }
+        if args.stat {
+            print_stats(file, out)?;
+            continue;
+        }
+        for b in file.buffers().iter().filter(|b| !b.is_top()) {
+            width = width.max(b.name.len());
+        }
+        let id_of = |name| file.formats().by_name("ftrace", name).map(|f| f.id);
+        let cx = Ctx {
+            filters,
+            stack_id: id_of("kernel_stack"),
+            user_stack_id: id_of("user_stack"),
+            no_irqs: args.no_irqs,
+            no_softirqs: args.no_softirqs,
+            time,
+            file,
+        };
+        sources.push((input, Source { printer, cx }));
+    }
+    if args.version || args.uname || args.stat {
+        out.flush()?;
+        return Ok(());
+    }
+    if let Some(first) = first {
+        for (_, s) in &mut sources {
+            s.cx.time.offset = s.cx.time.offset.wrapping_sub(first as i64);
+        }
+    }
+    let cpus = args.cpus.as_deref();
+    let mut streams: Vec<(usize, Stream<'_>)> = Vec::new();
+    for (n, (input, src)) in sources.iter().enumerate() {
+        let file = src.cx.file;
+        let has_instances = file.buffers().iter().any(|b| !b.is_top());
+        for b in file.buffers() {
+            let prefix = if b.is_top() && multi {
+                format!("{:>width$}: ", input.name)
+            } else if b.is_top() && has_instances {
                 format!("{:>width$}  ", "")
+            } else if b.is_top() {
+                String::new()
             } else {
                 format!("{:>width$}: ", b.name)
-            },
-            iter: file.records_of_cpus(b, cpus).trace_cmd_compat(),
-            next: None,
-            done: false,
-            last_printed: Vec::new(),
-            error: None,
-        })
-        .collect();
+            };
+            // One stream per CPU, merged here by the timestamps as shown:
+            // trace-cmd compares converted timestamps (--ts2secs can make
+            // two equal), the lower CPU (or the earlier --cpu) first.
+            let all: Vec<u32> = b.cpus.iter().map(|c| c.cpu).collect();
+            for &cpu in cpus.unwrap_or(&all) {
+                if !all.contains(&cpu) {
+                    continue;
+                }
+                streams.push((
+                    n,
+                    Stream {
+                        prefix: prefix.clone(),
+                        iter: file.records_of_cpus(b, Some(&[cpu])).trace_cmd_compat(),
+                        next: None,
+                        done: false,
+                        last_printed: Vec::new(),
+                        error: None,
+                    },
+                ));
+            }
+        }
+    }
+    let mut wakeups = args.wakeup.then(|| Wakeups::new(inputs[0].file));
+    let mut ts_diff_last = None;
     loop {
         let mut best: Option<(usize, u64)> = None;
-        for (i, s) in streams.iter_mut().enumerate() {
-            if let Some(ts) = s.peek(&cx)? {
+        for (i, (n, s)) in streams.iter_mut().enumerate() {
+            if let Some(ts) = s.peek(&sources[*n].1.cx)? {
                 if best.is_none_or(|(_, b)| ts < b) {
                     best = Some((i, ts));
                 }
             }
         }
         let Some((i, ts)) = best else { break };
-        let s = &mut streams[i];
+        let (n, s) = &mut streams[i];
+        let src = &mut sources[*n].1;
         let (rec, lost) = s.next.take().expect("peeked");
-        let name = cx
+        let name = src
+            .cx
             .file
             .formats()
             .of(&rec)
             .map(|f| f.name.as_str())
             .unwrap_or("[UNKNOWN EVENT]");
         out.write_all(s.prefix.as_bytes())?;
-        out.write_all(printer.format(&rec, ts, name, lost))?;
+        // trace-cmd keeps one --ts-diff "previous timestamp" for all files.
+        src.printer.set_ts_diff_last(ts_diff_last);
+        out.write_all(src.printer.format(&rec, ts, name, lost))?;
+        ts_diff_last = src.printer.ts_diff_last();
+        if let Some(w) = wakeups.as_mut() {
+            w.record(&rec, ts, out)?;
+        }
         out.write_all(b"\n")?;
     }
+    if let Some(w) = &wakeups {
+        w.summary(out)?;
+    }
     out.flush()?;
-    if let Some(e) = streams.iter_mut().find_map(|s| s.error.take()) {
+    if let Some(e) = streams.iter_mut().find_map(|(_, s)| s.error.take()) {
         return Err(e.into());
     }
     Ok(())

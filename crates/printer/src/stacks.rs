@@ -6,7 +6,8 @@
 //! * JSON: one document with every group (one per line) and the per-CPU
 //!   drops;
 //! * folded: collapsed stacks (`comm;user frames;kernel frames;event
-//!   count`), outermost frame first, for flame graphs.
+//!   count`), outermost frame first, for flame graphs;
+//! * pprof: the folded stacks as a gzip profile.proto ([`crate::pprof`]).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -32,6 +33,8 @@ pub enum Mode {
     Json,
     /// Folded stacks.
     Folded,
+    /// A gzip-compressed pprof profile.
+    Pprof,
 }
 
 /// How to print the stitched view.
@@ -117,6 +120,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         Mode::Text => text(&idx, details, nsec, out)?,
         Mode::Json => json(&idx, details, out)?,
         Mode::Folded => folded(details, out)?,
+        Mode::Pprof => crate::pprof::write(details, out)?,
     }
     written.cut_short = idx.error.as_ref().map(|e| e.to_string());
     if mode == Mode::Text {

@@ -22,6 +22,14 @@ pub struct Printer<'f> {
     time: Option<(u64, u32)>,
     line: Vec<u8>,
     latency: bool,
+    /// `Info`, or `InfoRaw` for `-R`.
+    info: tep::Print,
+    /// `--ts-diff`: the previous event's timestamp (in the unit shown),
+    /// `None` before the first event or without the option.
+    ts_diff: Option<Option<u64>>,
+    /// `--ts-diff` in microseconds: the trace clock counts nanoseconds
+    /// and the column shows microseconds.
+    ts_diff_usecs: bool,
 }
 
 impl<'f> Printer<'f> {
@@ -38,7 +46,16 @@ impl<'f> Printer<'f> {
     /// the formats of every event of the system, of which a trace uses a
     /// few.
     pub fn new(file: &'f TraceFile) -> Result<Printer<'f>> {
-        let (t, rejected) = ustack_stitch::printfmt::load_tep_without_formats(file)?;
+        Printer::with_plugin_flags(file, 0)
+    }
+
+    /// [`Printer::new`] with `tep_flag`s set before the plugins load
+    /// (`TEP_DISABLE_PLUGINS` for `-N`, `TEP_DISABLE_SYS_PLUGINS` for `-L`).
+    pub fn with_plugin_flags(
+        file: &'f TraceFile,
+        plugin_flags: std::ffi::c_int,
+    ) -> Result<Printer<'f>> {
+        let (t, rejected) = ustack_stitch::printfmt::load_tep_without_formats(file, plugin_flags)?;
         if let Some(e) = rejected.into_iter().next() {
             return Err(e.into());
         }
@@ -50,6 +67,9 @@ impl<'f> Printer<'f> {
             time: in_usecs(file).then_some((1000, 6)),
             line: Vec::with_capacity(256),
             latency: false,
+            info: tep::Print::Info,
+            ts_diff: None,
+            ts_diff_usecs: false,
         };
         // libtraceevent finds the common fields (type, pid, flags) in the
         // first event it knows: have one before any record is printed, even
@@ -86,6 +106,55 @@ impl<'f> Printer<'f> {
     /// Uses trace-cmd's latency format (`trace-cmd report -l`).
     pub fn set_latency(&mut self) {
         self.latency = true;
+    }
+
+    /// Prints every event's fields raw instead of its print format
+    /// (`trace-cmd report -R`).
+    pub fn set_raw(&mut self) {
+        self.info = tep::Print::InfoRaw;
+    }
+
+    /// Prints timestamps as counted, without a decimal point
+    /// (`trace-cmd report --raw-ts`).
+    pub fn set_raw_ts(&mut self) {
+        self.time = None;
+    }
+
+    /// Prints the time since the previous event after the timestamp
+    /// (`trace-cmd report --ts-diff`); `trace_clock` is false when the
+    /// timestamps were converted with `--ts2secs`. Call after the other
+    /// time settings.
+    pub fn set_ts_diff(&mut self, trace_clock: bool) {
+        self.ts_diff = Some(None);
+        self.ts_diff_usecs = trace_clock && self.time == Some((1000, 6));
+    }
+
+    /// `--ts-diff`'s previous timestamp, which trace-cmd shares between
+    /// the files it merges: read it after printing with one printer and
+    /// hand it to the next one with [`Printer::set_ts_diff_last`].
+    pub fn ts_diff_last(&self) -> Option<u64> {
+        self.ts_diff.flatten()
+    }
+
+    /// Sets `--ts-diff`'s previous timestamp (see [`Printer::ts_diff_last`]).
+    pub fn set_ts_diff_last(&mut self, last: Option<u64>) {
+        if self.ts_diff.is_some() {
+            self.ts_diff = Some(last);
+        }
+    }
+
+    /// The time column of `ts` as in event lines (with its leading space
+    /// when in seconds), for `--first-event` and `--last-event`.
+    pub fn time_text(&mut self, r: &Record<'_>, ts: u64) -> Vec<u8> {
+        let mut rec = tep::Record::new(r.data, ts, r.cpu);
+        let mut out = Vec::new();
+        self.push_time(&mut out, &mut rec);
+        out
+    }
+
+    /// The libtraceevent handle, to change plugins or event flags.
+    pub fn tep_mut(&mut self) -> &mut tep::Tep {
+        &mut self.tep
     }
 
     /// Prints nanosecond timestamps (`trace-cmd report -t`).
@@ -158,22 +227,47 @@ impl<'f> Printer<'f> {
         self.finish_line(&mut rec, name)
     }
 
-    /// Appends the time, name and info columns to `self.line`.
-    fn finish_line(&mut self, rec: &mut tep::Record<'_>, name: &str) -> &[u8] {
-        let line = &mut self.line;
+    /// Appends the time column (`" %6.1000d"`, `" %9.1d"` or `"%12d"`).
+    fn push_time(&mut self, line: &mut Vec<u8>, rec: &mut tep::Record<'_>) {
         match self.time {
             Some((div, prec)) => {
                 line.push(b' ');
                 format_time(line, rec.ts(), div, prec);
-                line.push(b':');
             }
             None => {
                 self.seq.reset();
                 self.tep.print(&mut self.seq, rec, tep::Print::Time);
                 line.extend_from_slice(self.seq.as_bytes());
-                line.push(b':');
             }
         }
+    }
+
+    /// `--ts-diff`: `" %-8s"` of `(+N)`, N in microseconds (rounded) when
+    /// the column is, else in the unit of the timestamps; empty first.
+    fn push_ts_diff(&mut self, line: &mut Vec<u8>, ts: u64) {
+        use std::io::Write as _;
+        let Some(last) = self.ts_diff else { return };
+        let t = if self.ts_diff_usecs {
+            (ts + 500) / 1000
+        } else {
+            ts
+        };
+        let text = match last {
+            Some(l) => format!("(+{})", t.wrapping_sub(l) as i64),
+            None => String::new(),
+        };
+        self.ts_diff = Some(Some(t));
+        let _ = write!(line, " {text:<8}");
+    }
+
+    /// Appends the time, name and info columns to `self.line`.
+    fn finish_line(&mut self, rec: &mut tep::Record<'_>, name: &str) -> &[u8] {
+        let mut line = std::mem::take(&mut self.line);
+        self.push_time(&mut line, rec);
+        line.push(b':');
+        self.push_ts_diff(&mut line, rec.ts());
+        self.line = line;
+        let line = &mut self.line;
         line.push(b' ');
         line.extend_from_slice(name.as_bytes());
         line.extend_from_slice(b": ");
@@ -181,7 +275,7 @@ impl<'f> Printer<'f> {
             line.push(b' ');
         }
         self.seq.reset();
-        self.tep.print(&mut self.seq, rec, tep::Print::Info);
+        self.tep.print(&mut self.seq, rec, self.info);
         line.extend_from_slice(self.seq.as_bytes());
         if line.last() == Some(&b'\n') {
             line.pop();

@@ -27,21 +27,26 @@ pub fn load_tep(file: &TraceFile) -> Result<(tep::Tep, Vec<tep::TepError>), tep:
 /// holds the format of every event of the system, about 2,300, and parsing
 /// them all is most of libtraceevent's setup). Printing an event only needs
 /// its own format, plus the kallsyms, printk formats and cmdlines loaded
-/// here.
+/// here. `plugin_flags` are `tep_flag`s set before the plugins load
+/// (`TEP_DISABLE_PLUGINS`, `TEP_DISABLE_SYS_PLUGINS` or 0).
 pub fn load_tep_without_formats(
     file: &TraceFile,
+    plugin_flags: std::ffi::c_int,
 ) -> Result<(tep::Tep, Vec<tep::TepError>), tep::TepError> {
-    tep::Tep::load(&tep::TraceSections {
-        long_size: file.long_size(),
-        page_size: file.page_size(),
-        cpus: file.cpu_count() as usize,
-        header_page: file.header_page_text(),
-        ftrace_formats: &[],
-        event_formats: &[],
-        kallsyms: file.kallsyms(),
-        printk_formats: file.printk_formats(),
-        cmdlines: file.cmdlines(),
-    })
+    tep::Tep::load_with_flags(
+        &tep::TraceSections {
+            long_size: file.long_size(),
+            page_size: file.page_size(),
+            cpus: file.cpu_count() as usize,
+            header_page: file.header_page_text(),
+            ftrace_formats: &[],
+            event_formats: &[],
+            kallsyms: file.kallsyms(),
+            printk_formats: file.printk_formats(),
+            cmdlines: file.cmdlines(),
+        },
+        plugin_flags,
+    )
 }
 
 /// A libtraceevent handle loaded with a trace file's formats, kallsyms,

@@ -102,6 +102,14 @@ pub const TEP_PRINT_COMM: &CStr = c"COMM";
 pub const TEP_PRINT_LATENCY: &CStr = c"LATENCY";
 /// `TEP_PRINT_NAME` argument of `tep_print_event`.
 pub const TEP_PRINT_NAME: &CStr = c"NAME";
+/// `enum tep_flag`: do not load the system plugins.
+pub const TEP_DISABLE_SYS_PLUGINS: c_int = 1 << 1;
+/// `enum tep_flag`: do not load any plugin.
+pub const TEP_DISABLE_PLUGINS: c_int = 1 << 2;
+/// `tep_event.flags`: print the event without its plugin handler.
+pub const TEP_EVENT_FL_NOHANDLE: c_int = 0x40;
+/// `tep_event.flags`: print the event's fields raw.
+pub const TEP_EVENT_FL_PRINTRAW: c_int = 0x80;
 /// `tep_filter_match`: the record matches.
 pub const TEP_ERRNO__FILTER_MATCH: c_int = 0;
 /// `tep_filter_match`: no filter for this event.
@@ -170,6 +178,16 @@ extern "C" {
     pub fn tep_load_plugins(tep: *mut tep_handle) -> *mut tep_plugin_list;
     /// Unloads plugins loaded with `tep_load_plugins`.
     pub fn tep_unload_plugins(list: *mut tep_plugin_list, tep: *mut tep_handle);
+    /// Sets plugin option `name` (`[plugin:]option`) to `val` (null: "1")
+    /// for plugins loaded afterwards; 0 on success.
+    pub fn tep_plugin_add_option(name: *const c_char, val: *const c_char) -> c_int;
+    /// With `test_filters` non-zero, adding a filter prints it (`'event:
+    /// expression'`) to the C `stdout`, as `trace-cmd report -T` shows.
+    pub fn tep_set_test_filters(tep: *mut tep_handle, test_filters: c_int);
+    /// Prints every kernel function of the handle to the C `stdout`.
+    pub fn tep_print_funcs(tep: *mut tep_handle);
+    /// Prints every printk format of the handle to the C `stdout`.
+    pub fn tep_print_printk(tep: *mut tep_handle);
     /// The event with format id `id`, or null.
     pub fn tep_find_event(tep: *mut tep_handle, id: c_int) -> *mut tep_event;
     /// The event `sys`/`name`, or null.
@@ -313,11 +331,17 @@ impl<'a> Record<'a> {
     }
 }
 
+/// Offset of `flags` in `struct tep_event`: `tep`, `name` (pointers),
+/// then `int id`.
+const FLAGS_OFFSET: usize = 2 * std::mem::size_of::<*const u8>() + std::mem::size_of::<c_int>();
+
 /// What [`Tep::print`] appends: one `tep_print_event` conversion each.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Print {
     /// The event's info (print format or plugin): `"%s"` of `INFO`.
     Info,
+    /// The event's fields, raw: `"%s"` of `INFO_RAW`.
+    InfoRaw,
     /// The latency flags column: `"%s"` of `LATENCY`.
     Latency,
     /// The timestamp as libtraceevent prints it without a precision:
@@ -383,8 +407,21 @@ impl Tep {
     /// order: `trace-cmd report` treats them as fatal, callers that only
     /// want event info may ignore them.
     pub fn load(s: &TraceSections<'_>) -> Result<(Tep, Vec<TepError>), TepError> {
+        Tep::load_with_flags(s, 0)
+    }
+
+    /// [`Tep::load`] with `tep_flag`s set before the plugins load (e.g.
+    /// [`TEP_DISABLE_PLUGINS`]); plugin options set with
+    /// [`tep_plugin_add_option`] before apply to the plugins loaded here.
+    pub fn load_with_flags(
+        s: &TraceSections<'_>,
+        flags: c_int,
+    ) -> Result<(Tep, Vec<TepError>), TepError> {
         let mut t = Tep::new(s.long_size, s.page_size)?;
         t.set_cpus(s.cpus);
+        if flags != 0 {
+            t.set_flag(flags);
+        }
         t.load_plugins();
         t.parse_header_page(s.header_page, s.long_size)?;
         for f in s.ftrace_formats {
@@ -431,6 +468,9 @@ impl Tep {
         unsafe {
             match what {
                 Print::Info => tep_print_event(tep, s, r, c"%s".as_ptr(), TEP_PRINT_INFO.as_ptr()),
+                Print::InfoRaw => {
+                    tep_print_event(tep, s, r, c"%s".as_ptr(), TEP_PRINT_INFO_RAW.as_ptr())
+                }
                 Print::Latency => {
                     tep_print_event(tep, s, r, c"%s".as_ptr(), TEP_PRINT_LATENCY.as_ptr())
                 }
@@ -616,6 +656,23 @@ impl Tep {
             // SAFETY: self.tep is valid (type invariant).
             self.plugins = unsafe { tep_load_plugins(self.tep) };
         }
+    }
+
+    /// Sets or clears `tep_event.flags` bits (`TEP_EVENT_FL_*`) of the event
+    /// with format id `id`; false when the handle has no such event.
+    pub fn set_event_flags(&mut self, id: u16, flags: c_int) -> bool {
+        // SAFETY: self.tep is valid; the event, when found, is owned by the
+        // handle and `flags` is an int field of the public struct tep_event
+        // (event-parse.h), after two pointers and the int id.
+        unsafe {
+            let ev = tep_find_event(self.tep, c_int::from(id));
+            if ev.is_null() {
+                return false;
+            }
+            let p = ev.cast::<u8>().add(FLAGS_OFFSET).cast::<c_int>();
+            p.write_unaligned(p.read_unaligned() | flags);
+        }
+        true
     }
 
     /// The kernel symbol containing `addr`, if known.

@@ -1,11 +1,15 @@
-//! `tracer-cli list`: events (`-e [REGEX]`, with `-F` fields), options
-//! (`-o`), tracers (`-t`), systems (`-s`) and clocks (`-C`). Without an
-//! option, everything.
+//! `tracer-cli list`: what `trace-cmd list` prints, byte for byte: events
+//! (`-e [REGEX]`, with `-F` formats, `-l` filters or `-R` triggers), tracers
+//! (`-t`), options (`-o`), systems (`-s`), instances (`-B`), clocks (`-C`)
+//! and compression algorithms (`-c`). Without one of those, the systems,
+//! events, tracers, options and compression algorithms.
 
-use anyhow::{anyhow, Result};
-use regex::Regex;
-use std::io::Write;
-use ustack_tracefs::Tracefs;
+use super::bre::Bre;
+use anyhow::{bail, Context, Result};
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli list`.
 #[derive(clap::Args, Debug)]
@@ -14,20 +18,25 @@ use ustack_tracefs::Tracefs;
   tracer-cli list -e sched:sched_switch -F
   tracer-cli list -o -B mine")]
 pub struct Args {
-    /// List events, optionally only those matching a regular expression
-    /// (extended syntax, as trace-cmd's) against `system:event`.
-    #[arg(short = 'e', value_name = "REGEX", num_args = 0..=1, default_missing_value = "")]
-    pub events: Option<String>,
-    /// With -e: show the fields of each event.
+    /// List events, or those matching REGEX (POSIX basic syntax, ignoring
+    /// case, as trace-cmd): `SYS:EVENT` matches the system and the event
+    /// separately, `SYS:` only systems, and a REGEX without `:` systems or
+    /// events.
+    #[arg(short = 'e', value_name = "REGEX", num_args = 0..=1)]
+    pub events: Option<Option<String>>,
+    /// With -e REGEX: show the format file of each event.
     #[arg(short = 'F')]
-    pub fields: bool,
+    pub formats: bool,
     /// With -F: also show the print fmt.
     #[arg(long = "full")]
     pub full: bool,
-    /// With -e: show each event's filter.
+    /// With -e REGEX: show each event's filter.
     #[arg(short = 'l')]
     pub filters: bool,
-    /// List the options (of the instance given with -B).
+    /// With -e REGEX: show each event's triggers.
+    #[arg(short = 'R')]
+    pub triggers: bool,
+    /// List the options and their state (of the instance given with -B).
     #[arg(short = 'o')]
     pub options: bool,
     /// List the tracers.
@@ -36,106 +45,295 @@ pub struct Args {
     /// List the event systems.
     #[arg(short = 's')]
     pub systems: bool,
-    /// List the trace clocks.
+    /// List the trace clocks (the current one in brackets).
     #[arg(short = 'C')]
     pub clocks: bool,
-    /// Instance for -o, -C and -l.
-    #[arg(short = 'B', value_name = "INSTANCE")]
-    pub instance: Option<String>,
+    /// List the supported trace file compression algorithms.
+    #[arg(short = 'c')]
+    pub compression: bool,
+    /// Without a value: list the instances. With one: use that instance
+    /// for -o and -C (an extension of trace-cmd's `list`).
+    #[arg(short = 'B', value_name = "INSTANCE", num_args = 0..=1)]
+    pub instance: Option<Option<String>>,
 }
 
-fn print_fields(out: &mut dyn Write, format: &str, full: bool) -> std::io::Result<()> {
-    let mut in_fields = false;
-    for line in format.lines() {
-        if line.starts_with("format:") {
-            in_fields = true;
+/// Names in `dir`, in the order the kernel returns them (readdir order,
+/// which is what trace-cmd prints), optionally only directories.
+pub(crate) fn dir_entries(dir: &Path, dirs_only: bool) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let rd = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
+    for ent in rd {
+        let ent = ent.with_context(|| format!("cannot read {}", dir.display()))?;
+        // Like stat(2): a symlink to a directory counts as one.
+        if dirs_only && !ent.path().is_dir() {
             continue;
         }
-        if line.starts_with("print fmt:") {
-            if full {
-                writeln!(out, "{line}")?;
-            }
-            break;
-        }
-        if in_fields && !line.trim().is_empty() {
-            writeln!(out, "{line}")?;
+        if let Some(name) = ent.file_name().to_str() {
+            out.push(name.to_string());
         }
     }
+    Ok(out)
+}
+
+/// Copies a tracefs file to `out` as it is.
+fn cat(out: &mut impl Write, path: &Path) -> Result<()> {
+    let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    out.write_all(&data)?;
+    Ok(())
+}
+
+/// What to print for each matching event.
+#[derive(Clone, Copy)]
+enum Show {
+    Name,
+    Format { full: bool },
+    Filter,
+    Trigger,
+}
+
+fn show_event(out: &mut impl Write, fs: &Tracefs, sys: &str, ev: &str, what: Show) -> Result<()> {
+    let dir = fs.root().join("events").join(sys).join(ev);
+    match what {
+        Show::Name => writeln!(out, "{sys}:{ev}")?,
+        Show::Filter | Show::Trigger => {
+            writeln!(out, "{sys}:{ev}")?;
+            let file = if matches!(what, Show::Filter) {
+                "filter"
+            } else {
+                "trigger"
+            };
+            cat(out, &dir.join(file))?;
+            writeln!(out)?;
+        }
+        Show::Format { full } => {
+            writeln!(out, "system: {sys}")?;
+            let path = dir.join("format");
+            let text =
+                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            for line in text.split_inclusive(|&b| b == b'\n') {
+                if !full && line.starts_with(b"print fmt") {
+                    break;
+                }
+                out.write_all(line)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Events of a system whose name matches `re`.
+fn show_matching(
+    out: &mut impl Write,
+    fs: &Tracefs,
+    sys: &str,
+    re: &Bre,
+    what: Show,
+) -> Result<()> {
+    for ev in dir_entries(&fs.root().join("events").join(sys), true)? {
+        if re.is_match(&ev) {
+            show_event(out, fs, sys, &ev, what)?;
+        }
+    }
+    Ok(())
+}
+
+fn show_system(out: &mut impl Write, fs: &Tracefs, sys: &str, what: Show) -> Result<()> {
+    for ev in dir_entries(&fs.root().join("events").join(sys), true)? {
+        show_event(out, fs, sys, &ev, what)?;
+    }
+    Ok(())
+}
+
+/// Splits a pattern as trace-cmd does with `strtok(":")` then
+/// `strtok("")`: leading colons are skipped, the system part ends at the
+/// next colon, the event part is the rest (none when empty).
+fn split_pattern(re: &str) -> (&str, Option<&str>) {
+    let s = re.trim_start_matches(':');
+    match s.find(':') {
+        None => (s, None),
+        Some(i) => {
+            let rest = &s[i + 1..];
+            (&s[..i], (!rest.is_empty()).then_some(rest))
+        }
+    }
+}
+
+/// `list -e REGEX`: the systems are matched first. `SYS:EVENT` shows the
+/// matching events of matching systems; `SYS:` whole matching systems;
+/// `WORD` whole matching systems plus, in the other systems, the events
+/// whose name matches. The `ftrace` pseudo-system (no `enable` file) only
+/// shows up here, first, as in trace-cmd.
+fn show_events_re(out: &mut impl Write, fs: &Tracefs, pattern: &str, what: Show) -> Result<()> {
+    let (sys_re, ev_re) = split_pattern(pattern);
+    let sys_re = Bre::new(sys_re)?;
+    let ev_re = ev_re.map(Bre::new).transpose()?;
+    let just_systems = ev_re.is_some() || pattern.ends_with(':');
+    let events = fs.root().join("events");
+    let mut systems = Vec::new();
+    for s in dir_entries(&events, true)? {
+        if events.join(&s).join("enable").exists() {
+            systems.push(s);
+        }
+    }
+    let mut order: Vec<&str> = Vec::new();
+    if events.join("ftrace").is_dir() && !systems.iter().any(|s| s == "ftrace") {
+        order.push("ftrace");
+    }
+    order.extend(systems.iter().map(String::as_str));
+    for sys in order {
+        // None: the whole system; Some(re): its events that match re.
+        let filter = if sys_re.is_match(sys) {
+            ev_re.as_ref()
+        } else if !just_systems {
+            Some(&sys_re)
+        } else {
+            continue;
+        };
+        match filter {
+            None => show_system(out, fs, sys, what)?,
+            Some(re) => show_matching(out, fs, sys, re, what)?,
+        }
+    }
+    Ok(())
+}
+
+fn show_events(out: &mut impl Write, fs: &Tracefs, args: &Args) -> Result<()> {
+    let pattern = args.events.clone().flatten();
+    let what = if args.formats {
+        Show::Format { full: args.full }
+    } else if args.filters {
+        Show::Filter
+    } else if args.triggers {
+        Show::Trigger
+    } else {
+        Show::Name
+    };
+    match pattern.as_deref() {
+        None | Some("") if !matches!(what, Show::Name) => {
+            bail!("When specifying event files, an event must be named")
+        }
+        None | Some("") => cat(out, &fs.root().join("available_events")),
+        Some(p) => show_events_re(out, fs, p, what),
+    }
+}
+
+/// `list -o`: every file of `options/` in readdir order, `no` before the
+/// ones that are off.
+fn show_options(out: &mut impl Write, inst: &Instance) -> Result<()> {
+    let dir = inst.dir().join("options");
+    if !dir.is_dir() {
+        return cat(out, &inst.dir().join("trace_options"));
+    }
+    for name in dir_entries(&dir, false)? {
+        let Ok(v) = fs::read_to_string(dir.join(&name)) else {
+            continue;
+        };
+        match v.trim().parse::<i64>() {
+            Ok(0) => writeln!(out, "no{name}")?,
+            Ok(_) => writeln!(out, "{name}")?,
+            Err(_) => {}
+        }
+    }
+    Ok(())
+}
+
+fn show_systems(out: &mut impl Write, fs: &Tracefs) -> Result<()> {
+    for s in dir_entries(&fs.root().join("events"), true)? {
+        writeln!(out, "{s}")?;
+    }
+    writeln!(out)?;
+    Ok(())
+}
+
+fn show_instances(out: &mut impl Write, fs: &Tracefs) -> Result<()> {
+    let names = dir_entries(&fs.root().join("instances"), false)?;
+    if names.is_empty() {
+        writeln!(out, "No buffer instances defined")?;
+    }
+    for n in names {
+        writeln!(out, "{n}")?;
+    }
+    Ok(())
+}
+
+fn show_clocks(out: &mut impl Write, inst: &Instance) -> Result<()> {
+    let clocks = inst.read_string("trace_clock")?;
+    writeln!(out, "{}", clocks.strip_suffix('\n').unwrap_or(&clocks))?;
+    Ok(())
+}
+
+/// The compression algorithms our trace.dat writer supports.
+fn show_compression(out: &mut impl Write) -> Result<()> {
+    writeln!(out, "Supported compression algorithms:")?;
+    writeln!(
+        out,
+        "\tzstd, {}",
+        ustack_tracedata::compress::Compression::Zstd.version()
+    )?;
     Ok(())
 }
 
 /// Runs `tracer-cli list`.
 pub fn run(args: Args) -> Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    list(&args, &mut out)?;
+    let fs = Tracefs::open()?;
+    let named = args.instance.clone().flatten();
+    let inst = fs.instance_or_top(named.as_deref())?;
+    let list_instances = matches!(args.instance, Some(None));
+    let all = args.events.is_none()
+        && !args.options
+        && !args.tracers
+        && !args.systems
+        && !args.clocks
+        && !args.compression
+        && !list_instances;
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    if args.events.is_some() {
+        show_events(&mut out, &fs, &args)?;
+    }
+    if args.tracers {
+        cat(&mut out, &fs.root().join("available_tracers"))?;
+    }
+    if args.options {
+        show_options(&mut out, &inst)?;
+    }
+    if list_instances {
+        show_instances(&mut out, &fs)?;
+    }
+    if args.clocks {
+        show_clocks(&mut out, &inst)?;
+    }
+    if args.systems {
+        show_systems(&mut out, &fs)?;
+    }
+    if args.compression {
+        show_compression(&mut out)?;
+    }
+    if all {
+        writeln!(out, "event systems:")?;
+        show_systems(&mut out, &fs)?;
+        writeln!(out, "events:")?;
+        cat(&mut out, &fs.root().join("available_events"))?;
+        writeln!(out, "\ntracers:")?;
+        cat(&mut out, &fs.root().join("available_tracers"))?;
+        writeln!(out, "\noptions:")?;
+        show_options(&mut out, &inst)?;
+        show_compression(&mut out)?;
+    }
     out.flush()?;
     Ok(())
 }
 
-fn list(args: &Args, out: &mut dyn Write) -> Result<()> {
-    let fs = Tracefs::open()?;
-    let inst = fs.instance_or_top(args.instance.as_deref())?;
-    let nothing =
-        args.events.is_none() && !args.options && !args.tracers && !args.systems && !args.clocks;
-    if args.events.is_some() || nothing {
-        if nothing {
-            writeln!(out, "events:")?;
-        }
-        let re = match args.events.as_deref() {
-            Some(p) if !p.is_empty() => Some(Regex::new(p).map_err(|e| {
-                // regex's message draws the pattern over several lines:
-                // keep its last line, the reason.
-                let why = e.to_string();
-                let why = why
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-                    .trim_start_matches("error: ");
-                anyhow!("bad regular expression '{p}': {why}")
-            })?),
-            _ => None,
-        };
-        for e in fs.all_events()? {
-            let name = e.to_string();
-            if re.as_ref().is_some_and(|r| !r.is_match(&name)) {
-                continue;
-            }
-            if args.filters {
-                let f = inst.event_filter(&e).unwrap_or(None);
-                writeln!(out, "{name} {}", f.as_deref().unwrap_or("none"))?;
-            } else {
-                writeln!(out, "{name}")?;
-            }
-            if args.fields || args.full {
-                if let Ok(f) = fs.event_format(&e.system, &e.name) {
-                    print_fields(out, &f, args.full)?;
-                }
-            }
-        }
+#[cfg(test)]
+mod tests {
+    use super::split_pattern;
+
+    #[test]
+    fn patterns_split_as_strtok() {
+        assert_eq!(split_pattern("^irq:"), ("^irq", None));
+        assert_eq!(split_pattern("sched:sched_s"), ("sched", Some("sched_s")));
+        assert_eq!(split_pattern("::x"), ("x", None));
+        assert_eq!(split_pattern("a::b"), ("a", Some(":b")));
+        assert_eq!(split_pattern("irq"), ("irq", None));
     }
-    if args.systems || nothing {
-        if nothing {
-            writeln!(out, "\nsystems:")?;
-        }
-        for s in fs.systems()? {
-            writeln!(out, "{s}")?;
-        }
-    }
-    if args.tracers || nothing {
-        if nothing {
-            writeln!(out, "\ntracers:")?;
-        }
-        writeln!(out, "{}", fs.available_tracers()?.join(" "))?;
-    }
-    if args.options || nothing {
-        if nothing {
-            writeln!(out, "\noptions:")?;
-        }
-        write!(out, "{}", inst.read_string("trace_options")?)?;
-    }
-    if args.clocks {
-        write!(out, "{}", inst.read_string("trace_clock")?)?;
-    }
-    Ok(())
 }

@@ -1,12 +1,12 @@
 //! `tracer-cli report`: prints a trace.dat file like `trace-cmd report`
-//! (`ustack_printer::report`), or with `--stacks`, `--json` or `--folded`
-//! the stitched view (`ustack_printer::stacks`).
+//! (`ustack_printer::report`), or with `--stacks`, `--json`, `--folded` or
+//! `--pprof FILE` the stitched view (`ustack_printer::stacks`).
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use ustack_printer::report::{report, ReportOptions};
+use ustack_printer::report::{report_files, CpuList, Input, Plugins, ReportOptions};
 use ustack_printer::stacks::{self, Mode, View};
 use ustack_tracedata::TraceFile;
 
@@ -18,9 +18,12 @@ use ustack_tracedata::TraceFile;
   tracer-cli report --stacks
   tracer-cli report --folded | flamegraph.pl > flame.svg")]
 pub struct Args {
-    /// Input file.
-    #[arg(short = 'i', long = "input", default_value = "trace.dat")]
-    pub input: PathBuf,
+    /// Input file (default trace.dat).
+    #[arg(short = 'i', long = "input", value_name = "FILE")]
+    pub input: Vec<PathBuf>,
+    /// Input file, as trace-cmd takes it after the options.
+    #[arg(value_name = "FILE")]
+    pub file: Option<PathBuf>,
     /// Only show events of these CPUs (repeatable; lists like `0,2-3` work).
     #[arg(long = "cpu", value_name = "CPUS")]
     pub cpu: Vec<String>,
@@ -28,7 +31,7 @@ pub struct Args {
     /// `sched/sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
     #[arg(short = 'F', long = "filter", value_name = "FILTER")]
     pub filter: Vec<String>,
-    /// Invert the `-F` filters: hide the events they match.
+    /// Negate the `-F` filters given after it: hide the events they match.
     #[arg(short = 'v')]
     pub invert: bool,
     /// Print timestamps in nanoseconds.
@@ -61,9 +64,136 @@ pub struct Args {
     /// Stitched view as folded stacks (for flame graphs).
     #[arg(long)]
     pub folded: bool,
+    /// Print every event's fields raw instead of its print format.
+    #[arg(short = 'R')]
+    pub raw: bool,
+    /// Print the events matching EVENTS (a regular expression matched
+    /// against whole event or system names) raw (repeatable).
+    #[arg(short = 'r', value_name = "EVENTS")]
+    pub raw_events: Vec<String>,
+    /// Print the events matching EVENTS without their plugin handler.
+    #[arg(short = 'n', value_name = "EVENTS")]
+    pub no_handler: Vec<String>,
+    /// Load no libtraceevent plugin.
+    #[arg(short = 'N')]
+    pub no_plugins: bool,
+    /// Load only the user's plugins (~/.local/lib/traceevent/plugins).
+    #[arg(short = 'L')]
+    pub local_plugins: bool,
+    /// Plugin option `[plugin:]name[=value]` (repeatable).
+    #[arg(short = 'O', value_name = "OPTION")]
+    pub plugin_options: Vec<String>,
+    /// Hide events that happened in hard interrupt context.
+    #[arg(short = 'I')]
+    pub no_irqs: bool,
+    /// Hide events that happened in soft interrupt context.
+    #[arg(short = 'S')]
+    pub no_softirqs: bool,
+    /// Show wakeup latencies.
+    #[arg(short = 'w')]
+    pub wakeup: bool,
+    /// Print the -F filters as parsed (`'event: expression'`), then exit.
+    #[arg(short = 'T', long = "filter-test")]
+    pub test_filters: bool,
+    /// Do not print warnings.
+    #[arg(short = 'q')]
+    pub quiet: bool,
+    /// Show the endianness of the file and of this machine, then exit.
+    #[arg(short = 'e')]
+    pub endian: bool,
+    /// Show the page size of the file and of this machine, then exit.
+    #[arg(short = 'p')]
+    pub page_size: bool,
+    /// List the events of the file (system:event), then exit.
+    #[arg(short = 'E')]
+    pub list_events: bool,
+    /// List the kernel functions of the file, then exit.
+    #[arg(short = 'f')]
+    pub functions: bool,
+    /// List the printk formats of the file, then exit.
+    #[arg(short = 'P')]
+    pub printk: bool,
+    /// Exit 0 if every event format of the file parses, 22 (EINVAL) if not.
+    #[arg(long = "check-events")]
+    pub check_events: bool,
+    /// As trace-cmd 3.1.6: prints nothing (the formats are not read yet).
+    #[arg(long = "events")]
+    pub events: bool,
+    /// As trace-cmd 3.1.6: prints nothing (the formats are not read yet).
+    #[arg(long = "event", value_name = "EVENT")]
+    pub event: Option<String>,
+    /// List the CPUs of the top buffer that hold events, then exit.
+    #[arg(long = "cpus")]
+    pub list_cpus: bool,
+    /// With the CPU list: the time of each CPU's first event.
+    #[arg(long = "first-event")]
+    pub first_event: bool,
+    /// With the CPU list: the time of each CPU's last event.
+    #[arg(long = "last-event")]
+    pub last_event: bool,
+    /// Accepted after -i as trace-cmd does; trace-cmd 3.1.6 applies no
+    /// offset to a single file, and neither does tracer-cli.
+    #[arg(long = "ts-offset", value_name = "NS", allow_hyphen_values = true)]
+    pub ts_offset: Option<i64>,
+    /// The timestamps count HZ ticks per second: show them in seconds. With
+    /// several -i files, after the second -i it applies to the file before
+    /// it; otherwise to every file.
+    #[arg(long = "ts2secs", value_name = "HZ")]
+    pub ts2secs: Vec<u64>,
+    /// Show the time since the previous event.
+    #[arg(long = "ts-diff")]
+    pub ts_diff: bool,
+    /// Show timestamps as recorded, without any correction.
+    #[arg(long = "raw-ts")]
+    pub raw_ts: bool,
+    /// Ignore the date offset the file was recorded with (record --date).
+    #[arg(long = "nodate")]
+    pub nodate: bool,
+    /// Show timestamps relative to the first event.
+    #[arg(long = "align-ts")]
+    pub align_ts: bool,
+    /// Write the stitched stacks to FILE as a pprof profile (profile.proto,
+    /// gzip) for go tool pprof, speedscope, Pyroscope or Parca.
+    #[arg(long, value_name = "FILE")]
+    pub pprof: Option<PathBuf>,
 }
 
 impl Args {
+    /// The input files: the `-i FILE`s, else the file after the options,
+    /// else trace.dat.
+    pub fn paths(&self) -> Result<Vec<PathBuf>> {
+        match (self.input.as_slice(), &self.file) {
+            ([], None) => Ok(vec![PathBuf::from("trace.dat")]),
+            ([], Some(f)) => Ok(vec![f.clone()]),
+            (i, None) => Ok(i.to_vec()),
+            (_, Some(_)) => bail!("give the input files either with -i or after the options"),
+        }
+    }
+
+    /// The one input file of the views that read one.
+    pub fn path(&self) -> Result<PathBuf> {
+        match self.paths()?.as_slice() {
+            [p] => Ok(p.clone()),
+            _ => bail!("--stacks, --json, --folded and --pprof read one file"),
+        }
+    }
+
+    /// The ids of the events of `file` whose name or system matches one of
+    /// `patterns` as a whole (trace-cmd: `^PATTERN$`, basic regular
+    /// expression, ignoring case).
+    fn event_ids(file: &TraceFile, patterns: &[String]) -> Result<Vec<u16>> {
+        let mut ids = Vec::new();
+        for p in patterns {
+            let re = crate::cmd::bre::Bre::new(&format!("^{p}$"))?;
+            for f in file.formats().iter() {
+                if (re.is_match(&f.name) || re.is_match(&f.system)) && !ids.contains(&f.id) {
+                    ids.push(f.id);
+                }
+            }
+        }
+        Ok(ids)
+    }
+
     /// The CPUs selected with `--cpu`, or `None` for all.
     pub fn cpus(&self) -> Result<Option<Vec<u32>>> {
         if self.cpu.is_empty() {
@@ -97,27 +227,121 @@ impl Args {
 }
 
 /// Runs `tracer-cli report`.
-pub fn run(args: Args) -> Result<()> {
-    if args.stacks || args.json || args.folded {
+pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
+    if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args);
     }
+    let paths = args.paths()?;
+    let first_input = matches.indices_of("input").and_then(|mut i| i.next());
+    if let Some(at) = matches.index_of("ts_offset") {
+        if first_input.is_none_or(|i| i > at) {
+            bail!("--ts-offset must come after -i");
+        }
+    }
+    let files = paths
+        .iter()
+        .map(TraceFile::open)
+        .collect::<Result<Vec<_>, _>>()?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    if let Some(r) = super::report_forms::run(&args, &files[0], &mut out) {
+        return r;
+    }
+    let (default_hz, file_hz) = ts2secs_per_file(&args, matches, files.len());
+    let mut inputs = Vec::new();
+    for (n, f) in files.iter().enumerate() {
+        let mut input = Input::new(f);
+        input.ts2secs = file_hz[n];
+        input.raw_events = Args::event_ids(f, &args.raw_events)?;
+        input.no_handler_events = Args::event_ids(f, &args.no_handler)?;
+        inputs.push(input);
+    }
+    let plugin_options = args
+        .plugin_options
+        .iter()
+        .map(|o| match o.split_once('=') {
+            Some((n, v)) => (n.to_string(), Some(v.to_string())),
+            None => (o.clone(), None),
+        })
+        .collect();
+    let list = args.list_cpus || args.first_event || args.last_event;
+    let (pos, neg) = split_filters(&args, matches);
     let opts = ReportOptions {
         cpus: args.cpus()?,
-        filters: args.filter.clone(),
-        invert: args.invert,
+        filters: pos,
+        neg_filters: neg,
         nsec: args.nsec,
         latency: args.latency,
         stat: args.stat,
         uname: args.uname,
         version: args.version,
+        raw: args.raw,
+        plugins: if args.no_plugins {
+            Plugins::None
+        } else if args.local_plugins {
+            Plugins::NoSystem
+        } else {
+            Plugins::All
+        },
+        plugin_options,
+        no_irqs: args.no_irqs,
+        no_softirqs: args.no_softirqs,
+        ts_diff: args.ts_diff,
+        raw_ts: args.raw_ts,
+        nodate: args.nodate,
+        align_ts: args.align_ts,
+        ts2secs: default_hz,
+        wakeup: args.wakeup,
+        test_filters: args.test_filters,
+        cpu_list: list.then_some(CpuList {
+            first: args.first_event,
+            last: args.last_event,
+        }),
     };
-    let file = TraceFile::open(&args.input)?;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    match report(&file, &opts, &mut out) {
+    match report_files(&inputs, &opts, &mut out) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         r => r,
     }
+}
+
+/// trace-cmd's `--ts2secs`: one given once a second `-i` was read applies
+/// to the last file named; one before that is the default of every file.
+/// Returns the default and the per-file values.
+fn ts2secs_per_file(
+    args: &Args,
+    matches: &clap::ArgMatches,
+    files: usize,
+) -> (Option<u64>, Vec<Option<u64>>) {
+    let inputs_at: Vec<usize> = matches
+        .indices_of("input")
+        .map_or(Vec::new(), |i| i.collect());
+    let hz_at = matches
+        .indices_of("ts2secs")
+        .map_or(Vec::new(), |i| i.collect());
+    let mut default_hz = None;
+    let mut file_hz = vec![None; files];
+    for (&hz, at) in args.ts2secs.iter().zip(hz_at) {
+        match inputs_at.iter().filter(|&&i| i < at).count() {
+            n if n >= 2 => file_hz[n - 1] = Some(hz),
+            _ => default_hz = Some(hz),
+        }
+    }
+    (default_hz, file_hz)
+}
+
+/// trace-cmd's `-v`: it negates the `-F` filters given after it. Returns
+/// the positive and the negative filters.
+fn split_filters(args: &Args, matches: &clap::ArgMatches) -> (Vec<String>, Vec<String>) {
+    let v_at = matches.index_of("invert").filter(|_| args.invert);
+    let at: Vec<usize> = matches
+        .indices_of("filter")
+        .map_or(Vec::new(), |i| i.collect());
+    let (mut pos, mut neg) = (Vec::new(), Vec::new());
+    for (n, f) in args.filter.iter().enumerate() {
+        let after_v = v_at.is_some_and(|v| at.get(n).is_none_or(|&i| i > v));
+        if after_v { &mut neg } else { &mut pos }.push(f.clone());
+    }
+    (pos, neg)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -127,7 +351,9 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 
 /// `report --stacks|--json|--folded`.
 fn run_stacks(args: &Args) -> Result<()> {
-    let mode = if args.json {
+    let mode = if args.pprof.is_some() {
+        Mode::Pprof
+    } else if args.json {
         Mode::Json
     } else if args.folded {
         Mode::Folded
@@ -135,15 +361,23 @@ fn run_stacks(args: &Args) -> Result<()> {
         Mode::Text
     };
     if !args.cpu.is_empty() || !args.filter.is_empty() {
-        bail!("--cpu and -F do not apply to --stacks, --json or --folded");
+        bail!("--cpu and -F do not apply to --stacks, --json, --folded or --pprof");
     }
-    let f = TraceFile::open(&args.input)
-        .with_context(|| format!("cannot open {}", args.input.display()))?;
+    let path = args.path()?;
+    let f = TraceFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
     let view = View {
         mode,
         nsec: args.nsec,
         symfs: args.symfs.clone(),
     };
+    if let Some(path) = &args.pprof {
+        let mut out = std::fs::File::create(path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let w = stacks::write_file(&f, &view, &mut out)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        warn_cut_short(w);
+        return Ok(());
+    }
     print_stacks(&f, &view)
 }
 
@@ -157,11 +391,15 @@ pub fn print_stacks(f: &TraceFile, view: &View) -> Result<()> {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         Err(e) => Err(e.context("cannot write the report")),
         Ok(w) => {
-            if let Some(e) = w.cut_short {
-                // The data read before the error was shown; say it is partial.
-                eprintln!("tracer-cli: warning: trace data cut short: {e}");
-            }
+            warn_cut_short(w);
             Ok(())
         }
+    }
+}
+
+/// The data read before an error was shown; say it is partial.
+fn warn_cut_short(w: stacks::Written) {
+    if let Some(e) = w.cut_short {
+        eprintln!("tracer-cli: warning: trace data cut short: {e}");
     }
 }

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * libtraceevent plugin for the deferred user stack entries of ustack's
+ * kernel patches: ftrace:user_unwind_cookie and ftrace:user_unwind_stack.
+ *
+ * The kernel's print format of user_unwind_stack prints the stack with
+ * __print_array(), which libtraceevent renders as decimal numbers
+ * ("stack=140486425527183 94482977763847"). This plugin prints the
+ * addresses in hex instead, innermost frame first:
+ *
+ *   user_unwind_stack:    cookie=300000002 stack=0x7fc5d3a2b18f 0x55e7c6d1e507
+ *   user_unwind_cookie:   cookie=300000002
+ *
+ * trace-cmd, KernelShark and tracer-cli load it from the libtraceevent
+ * plugin directory (see the Makefile: make install).
+ */
+#include <stdio.h>
+#include <event-parse.h>
+#include <trace-seq.h>
+
+/* "cookie=%llx": the cookie is opaque, hex shows its cpu/counter halves. */
+static int print_cookie(struct trace_seq *s, struct tep_record *record,
+			struct tep_event *event)
+{
+	unsigned long long cookie;
+
+	if (tep_get_field_val(s, event, "cookie", record, &cookie, 1))
+		return -1;
+	trace_seq_printf(s, "cookie=%llx", cookie);
+	return 0;
+}
+
+static int user_unwind_cookie_handler(struct trace_seq *s,
+				      struct tep_record *record,
+				      struct tep_event *event, void *context)
+{
+	(void)context;
+	return print_cookie(s, record, event) ? trace_seq_putc(s, '!') : 0;
+}
+
+static int user_unwind_stack_handler(struct trace_seq *s,
+				     struct tep_record *record,
+				     struct tep_event *event, void *context)
+{
+	struct tep_handle *tep = event->tep;
+	int size = tep_get_long_size(tep);
+	unsigned char *data;
+	int len = 0;
+	int i;
+
+	(void)context;
+	if (print_cookie(s, record, event))
+		return trace_seq_putc(s, '!');
+	trace_seq_puts(s, " stack=");
+	data = tep_get_field_raw(s, event, "stack", record, &len, 1);
+	if (!data)
+		return trace_seq_putc(s, '!');
+	if (size != 4 && size != 8)
+		size = 8;
+	/* Never read past the record, whatever the __data_loc word says. */
+	if (data < (unsigned char *)record->data ||
+	    data + len > (unsigned char *)record->data + record->size)
+		return trace_seq_putc(s, '!');
+	for (i = 0; i + size <= len; i += size)
+		trace_seq_printf(s, "%s0x%llx", i ? " " : "",
+				 tep_read_number(tep, data + i, size));
+	return 0;
+}
+
+int TEP_PLUGIN_LOADER(struct tep_handle *tep)
+{
+	tep_register_event_handler(tep, -1, "ftrace", "user_unwind_cookie",
+				   user_unwind_cookie_handler, NULL);
+	tep_register_event_handler(tep, -1, "ftrace", "user_unwind_stack",
+				   user_unwind_stack_handler, NULL);
+	return 0;
+}
+
+void TEP_PLUGIN_UNLOADER(struct tep_handle *tep)
+{
+	tep_unregister_event_handler(tep, -1, "ftrace", "user_unwind_cookie",
+				     user_unwind_cookie_handler, NULL);
+	tep_unregister_event_handler(tep, -1, "ftrace", "user_unwind_stack",
+				     user_unwind_stack_handler, NULL);
+}
