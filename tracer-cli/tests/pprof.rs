@@ -94,7 +94,7 @@ fn tracer_cli(args: &[&str]) -> Vec<u8> {
 fn pprof_profile_holds_the_folded_stacks() {
     let dir = tempfile::tempdir().unwrap();
     let dat = dir.path().join("t.dat");
-    ustack_stitch::testdata::fixture().write(&dat).unwrap();
+    ustack_testdata::fixture().write(&dat).unwrap();
     let dat = dat.to_str().unwrap();
     let prof = dir.path().join("profile.pb.gz");
     let out = tracer_cli(&["report", "-i", dat, "--pprof", prof.to_str().unwrap()]);
@@ -166,7 +166,7 @@ fn pprof_profile_holds_the_folded_stacks() {
 fn pprof_to_an_unwritable_path_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let dat = dir.path().join("t.dat");
-    ustack_stitch::testdata::fixture().write(&dat).unwrap();
+    ustack_testdata::fixture().write(&dat).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
         .args([
             "report",
