@@ -14,6 +14,7 @@ use anyhow::{bail, Context, Result};
 use nix::fcntl::{Flock, FlockArg};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 /// Where the lock and state files live: `/run` is emptied at boot, as the
@@ -23,7 +24,16 @@ const DIR: &str = "/run/ustack";
 /// The exclusive right to change one instance, until dropped.
 pub struct InstanceLock {
     _lock: Flock<File>,
+    path: PathBuf,
     state: PathBuf,
+}
+
+impl Drop for InstanceLock {
+    fn drop(&mut self) {
+        // Still locked here: whoever opened the file meanwhile sees, once
+        // it has the lock, that it is no longer the file at the path.
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 fn base(instance: Option<&str>) -> String {
@@ -51,37 +61,51 @@ impl InstanceLock {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let name = base(instance);
         let path = dir.join(format!("{name}.lock"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => l,
-            Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
-                let mut pid = String::new();
-                let _ = file.read_to_string(&mut pid);
-                let shown =
-                    instance.map_or("the top instance".to_string(), |n| format!("instance {n}"));
-                bail!(
-                    "{shown} is in use by another tracer-cli (pid {}); use -B NAME to trace in an instance of your own",
-                    pid.trim()
-                );
+        // The holder removes the file when it is done (so one file per
+        // instance name ever used does not pile up): a lock taken on a file
+        // that was removed meanwhile is worth nothing, so check that the
+        // locked file is still the one at `path`, and try again if not.
+        loop {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            let mut lock = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+                Ok(l) => l,
+                Err((mut file, nix::errno::Errno::EWOULDBLOCK)) => {
+                    let mut pid = String::new();
+                    let _ = file.read_to_string(&mut pid);
+                    let shown = instance
+                        .map_or("the top instance".to_string(), |n| format!("instance {n}"));
+                    bail!(
+                        "{shown} is in use by another tracer-cli (pid {}); use -B NAME to trace in an instance of your own",
+                        pid.trim()
+                    );
+                }
+                Err((_, e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", path.display()))
+                }
+            };
+            let same = match (std::fs::metadata(&path), lock.metadata()) {
+                (Ok(a), Ok(b)) => a.ino() == b.ino() && a.dev() == b.dev(),
+                _ => false,
+            };
+            if !same {
+                continue;
             }
-            Err((_, e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", path.display()))
-            }
-        };
-        // Who holds it, for the message of the next one.
-        let _ = lock.set_len(0);
-        let _ = lock.rewind();
-        let _ = write!(lock, "{}", std::process::id());
-        Ok(InstanceLock {
-            _lock: lock,
-            state: dir.join(format!("{name}.state")),
-        })
+            // Who holds it, for the message of the next one.
+            let _ = lock.set_len(0);
+            let _ = lock.rewind();
+            let _ = write!(lock, "{}", std::process::id());
+            return Ok(InstanceLock {
+                _lock: lock,
+                path,
+                state: dir.join(format!("{name}.state")),
+            });
+        }
     }
 
     /// The state file of the instance (the session guard's journal).
@@ -123,6 +147,9 @@ mod tests {
             dir.path().join("instance-rec.state").as_path()
         );
         drop(first);
-        InstanceLock::acquire_in(dir.path(), Some("rec")).unwrap();
+        let again = InstanceLock::acquire_in(dir.path(), Some("rec")).unwrap();
+        // A holder leaves no file behind.
+        drop((again, _other));
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
