@@ -16,8 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use flate2::write::GzEncoder;
-use ustack_symbolize::Frame;
 use ustack_stitch::view::GroupDetail;
+use ustack_symbolize::Frame;
 
 use crate::frame::{format_frame, FrameStyle};
 
