@@ -8,6 +8,7 @@
 # redoes what changed. See Documentation/boot-tests.md.
 #
 # usage: kernel-patch/build.sh [--prereqs|--print-env|--print-bzimage|--print-src|--each|--checkpatch] [--force]
+#                              [--config boot|bench] [--patches DIR] [--tree NAME]
 #   (no option)      prerequisites + kernel build; prints the bzImage path last
 #   --prereqs        only install the prerequisites, then write $USTACK_CACHE/env.sh
 #                    (source it to get LIBCLANG_PATH, RUST_LIB_SRC and bindgen on PATH)
@@ -20,11 +21,24 @@
 #   --checkpatch     scripts/checkpatch.pl --strict on every patch of the series
 #   --force          regenerate .config and run make even if no input changed
 #                    (e.g. with KBUILD_EXTRA="W=1"); --force-config is the same
+#   --config NAME    boot (default): tinyconfig + every config/*.config except
+#                    bench.config (debug options on), objects in <tree>/out;
+#                    bench: tinyconfig + rust-ftrace, guest, ustack and bench.config
+#                    (no debug options, no KUnit; bench/kernel.sh), objects in
+#                    <tree>/out-bench. Both are keyed and cached on their own, so
+#                    building one never invalidates the other.
+#   --patches DIR    apply DIR/series and the patches it names instead of this
+#                    directory's (e.g. another worktree's series, copied)
+#   --tree NAME      use a private patched tree $USTACK_CACHE/kernel-NAME (own
+#                    source copy, objects and lock) instead of the shared
+#                    $USTACK_CACHE/kernel, so another series can be built without
+#                    touching the tree the boot tests and patch authors use
 # env:
 #   USTACK_CACHE     cache root (default $HOME/.cache/ustack)
 #   JOBS             make -j (default nproc)
 #   KBUILD_EXTRA     extra make arguments (e.g. "W=1")
 #   USTACK_NO_APT=1  do not install apt packages (fail if missing instead)
+#   USTACK_KCONFIG, USTACK_PATCHES, USTACK_KTREE: the same as --config, --patches, --tree
 #
 # Never writes to the pristine source tree $USTACK_CACHE/src/linux-source-7.3: the
 # patched tree lives in $USTACK_CACHE/kernel/src (a private git repo), the objects in
@@ -47,7 +61,12 @@ BOOKWORM_PKGS=(build-essential flex bison bc libelf-dev libssl-dev cpio busybox-
 
 MODE=build
 FORCE_CONFIG=0
-for a in "$@"; do
+KCONFIG=${USTACK_KCONFIG:-boot}
+PATCH_DIR=${USTACK_PATCHES:-$HERE}
+KTREE=${USTACK_KTREE:-}
+while [ $# -gt 0 ]; do
+	a=$1
+	shift
 	case $a in
 	--prereqs) MODE=prereqs ;;
 	--print-env) MODE=print-env ;;
@@ -56,10 +75,32 @@ for a in "$@"; do
 	--each) MODE=each ;;
 	--checkpatch) MODE=checkpatch ;;
 	--force-config | --force) FORCE_CONFIG=1 ;;
+	--config=* | --patches=* | --tree=*) set -- "${a%%=*}" "${a#*=}" "$@" ;;
+	--config | --patches | --tree)
+		[ $# -gt 0 ] || { echo "build.sh: $a needs a value" >&2; exit 2; }
+		case $a in
+		--config) KCONFIG=$1 ;;
+		--patches) PATCH_DIR=$1 ;;
+		--tree) KTREE=$1 ;;
+		esac
+		shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "build.sh: unknown argument $a" >&2; exit 2 ;;
 	esac
 done
+case $KCONFIG in
+boot | bench) ;;
+*) echo "build.sh: unknown --config $KCONFIG (boot or bench)" >&2; exit 2 ;;
+esac
+case $KTREE in
+*[!A-Za-z0-9_.-]* | .*) echo "build.sh: --tree takes a plain name, not '$KTREE'" >&2; exit 2 ;;
+esac
+if [ "$PATCH_DIR" != "$HERE" ]; then
+	[ -f "$PATCH_DIR/series" ] || { echo "build.sh: no series file in $PATCH_DIR" >&2; exit 2; }
+	PATCH_DIR=$(cd "$PATCH_DIR" && pwd)
+fi
+# sub-invocations (--each) build the same configuration, series and tree
+export USTACK_KCONFIG=$KCONFIG USTACK_PATCHES=$PATCH_DIR USTACK_KTREE=$KTREE
 
 log() { echo "build.sh: $*" >&2; }
 die() { echo "build.sh: error: $*" >&2; exit 1; }
@@ -308,12 +349,13 @@ prereqs() {
 
 # ---------------------------------------------------------------------------
 # Patched tree, config, build
-KDIR=$CACHE/kernel
+KDIR=$CACHE/kernel${KTREE:+-$KTREE}
 KSRC=$KDIR/src
 KOUT=$KDIR/out
+[ "$KCONFIG" = boot ] || KOUT=$KDIR/out-$KCONFIG
 
-series_patches() { # the patch files named in kernel-patch/series, in order
-	[ -f "$HERE/series" ] || return 0
+series_patches() { # the patch files named in $PATCH_DIR/series, in order
+	[ -f "$PATCH_DIR/series" ] || return 0
 	local l n=0
 	while IFS= read -r l || [ -n "$l" ]; do
 		l=${l%%#*}
@@ -322,11 +364,18 @@ series_patches() { # the patch files named in kernel-patch/series, in order
 		n=$((n + 1))
 		# USTACK_SERIES_LIMIT=N: only the first N patches (used by --each)
 		[ -n "${USTACK_SERIES_LIMIT:-}" ] && [ "$n" -gt "$USTACK_SERIES_LIMIT" ] && break
-		echo "$HERE/$l"
-	done <"$HERE/series"
+		echo "$PATCH_DIR/$l"
+	done <"$PATCH_DIR/series"
 }
 
-fragments() { ls "$HERE"/config/*.config 2>/dev/null | sort; }
+# The configuration fragments of $KCONFIG. boot: all of config/ but the benchmark's
+# own fragment (so the boot key stays what it was before bench.config existed).
+fragments() {
+	case $KCONFIG in
+	boot) ls "$HERE"/config/*.config 2>/dev/null | grep -v '/bench\.config$' | sort ;;
+	bench) printf '%s\n' "$HERE"/config/{rust-ftrace,guest,ustack,bench}.config ;;
+	esac
+}
 
 patch_key() {
 	{
@@ -484,6 +533,8 @@ if ! flock -n 9; then
 	log "waiting for another build.sh using $KDIR"
 	flock 9
 fi
+[ "$KCONFIG" = boot ] && [ -z "$KTREE" ] && [ "$PATCH_DIR" = "$HERE" ] ||
+	log "config $KCONFIG, series $PATCH_DIR/series, tree $KSRC, objects $KOUT"
 phase patch
 PKEY=$(patch_key)
 prepare_tree "$PKEY"

@@ -30,7 +30,7 @@ EXITER = ["child_exit", "child_level1", "do_exiter", "main"]
 # what may follow main in a static glibc binary (start code, no frame pointers)
 LIBC_START = re.compile(r"^(__libc_start\w*|_start)$")
 
-NR_NANOSLEEP, NR_GETPID, NR_EXIT_GROUP = 35, 39, 231
+NR_NANOSLEEP, NR_GETPID, NR_EXIT, NR_EXIT_GROUP = 35, 39, 60, 231
 
 SPLAT = re.compile(
     r"Kernel panic|BUG:|kernel BUG at|WARNING:|Oops|general protection fault|panicked at|"
@@ -199,6 +199,17 @@ def check_frames_prefix(syms, sf, ev, expected, allow_empty=False):
     return names
 
 
+def exiting_events(mine):
+    """ids of one task's events after its exit/exit_group entry (in time order)."""
+    out, seen = set(), False
+    for e in mine:
+        if seen:
+            out.add(id(e))
+        elif e.name == "sys_enter" and e["id"] in (NR_EXIT, NR_EXIT_GROUP):
+            seen = True
+    return out
+
+
 def syscall_entries(events, pid, nr):
     """Split one task's traced events (not the cookie/stack entries) into syscall
     entries: sys_enter(nr) .. sys_exit(nr)."""
@@ -282,11 +293,19 @@ def case_option_raw(ctx, files):
     evs = d.merged()
     mine = [e for e in evs if e.pid == pid and e.fmt not in (cf, sf)]
     paired = {id(e): c for e, c in pairs}
-    # every traced event of the task is followed by its cookie event
-    # the task's very last switch, as a zombie, cannot return to user space: no cookie
+    # every traced event of the task is followed by its cookie event, except once the
+    # task is exiting: do_exit() sets PF_EXITING before its last switches (blocking in
+    # exit_mm()/exit_files(), preempted, and the zombie's final one), and the unwinder
+    # refuses requests from then on (issue 11 section 4). The case traces the
+    # exit_group entry so the data shows where that starts; a recording without it
+    # still exempts the zombie's final switch.
+    exiting = exiting_events(mine)
     dying = [e for e in mine if e.name == "sched_switch" and e["prev_state"] & 0x30]
-    unpaired = [e for e in mine if id(e) not in paired and e not in dying]
+    unpaired = [e for e in mine if id(e) not in paired and e not in dying and id(e) not in exiting]
     expect(not unpaired, f"{len(unpaired)} events of pid {pid} without a cookie event: {unpaired[:3]}")
+    late = [e for e in mine if id(e) in exiting and id(e) not in paired and e not in dying]
+    if late:
+        ctx.diag(f"{len(late)} events of the exiting task without a cookie (PF_EXITING): {late[:3]}")
     expect(not [s for s in strays if s.pid == pid], "cookie events not right after an event of the task")
     entries = syscall_entries(evs, pid, NR_NANOSLEEP)
     expect(len(entries) == n, f"{len(entries)} nanosleep entries recorded, ustest made {n}")

@@ -4,8 +4,9 @@ of wrong data makes it fail (a test that cannot fail tests nothing).
 Run: python3 -m unittest discover -s tests/boot -p 'test_*.py'
 
 The fixture (fixtures/option-raw) is what case 03 left in a real run on the
-patched kernel: per-CPU trace_pipe_raw dumps, formats, the trace text, the
-program's ground truth, and `nm -n` of that run's ustest binary.
+patched kernel (v1, with the exit_group entry traced): per-CPU trace_pipe_raw
+dumps, formats, the trace text, the program's ground truth, and the function
+symbols of `nm -n` of that run's ustest binary.
 """
 
 import base64
@@ -96,6 +97,34 @@ class OptionCase(unittest.TestCase):
         files = load()
         files["truth.txt"] = files["truth.txt"].replace(b"iterations=20", b"iterations=21")
         with self.assertRaisesRegex(check.CaseFail, "nanosleep entries"):
+            check.case_option_raw(ctx(files), files)
+
+    def exit_switch(self, files):
+        """The task's exit_group entry and its last switch (the zombie's)."""
+        pid = int(check.truth(files)["pid"])
+        mine = [e for e in rawtrace.Dump(files, "c3").merged() if e.pid == pid]
+        enter = [e for e in mine if e.name == "sys_enter" and e["id"] == check.NR_EXIT_GROUP]
+        switch = [e for e in mine if e.name == "sched_switch"][-1]
+        self.assertEqual(len(enter), 1, "the fixture must hold the exit_group entry")
+        self.assertTrue(switch["prev_state"] & 0x30, "the fixture's last switch is the zombie's")
+        return enter[0], switch
+
+    def test_exiting_task_switch_without_cookie_passes(self):
+        # preempted inside do_exit(): PF_EXITING is set, the unwinder hands out no cookie
+        files = load()
+        _, switch = self.exit_switch(files)
+        patch(files, switch, "prev_state", 0x100)
+        c = ctx(files)
+        check.case_option_raw(c, files)
+        self.assertTrue(any("exiting task without a cookie" in line for line in c.lines), c.lines)
+
+    def test_switch_without_cookie_before_exit_fails(self):
+        # the same switch, but the task never entered exit_group: it must have a cookie
+        files = load()
+        enter, switch = self.exit_switch(files)
+        patch(files, switch, "prev_state", 0x100)
+        patch(files, enter, "id", check.NR_GETPID)
+        with self.assertRaisesRegex(check.CaseFail, "without a cookie event"):
             check.case_option_raw(ctx(files), files)
 
     def test_missing_formats_fail(self):

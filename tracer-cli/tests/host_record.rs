@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::top::{top_lock, trace_cmd_extract, TopWrites, EXTRACT_PIDS};
 use common::{build_c, diff, host, run_ok, snapshot, tracer_cli};
 use std::collections::HashMap;
 use std::path::Path;
@@ -227,6 +228,7 @@ fn record_counts_every_syscall_of_a_program_with_stacks() {
     let info = dir.path().join("info");
     let out = dir.path().join("probe.dat");
     let name = inst_name("probe");
+    let _top = top_lock();
     let top_before = snapshot(&fs.top(), &[("sched", "sched_switch")]);
     let (n_main, n_write, n_thread) = (1000u64, 300u64, 700u64);
 
@@ -407,10 +409,11 @@ fn trace_cmd_extract_file_reports_the_same_in_tracer_cli() {
     run_ok(tracer_cli().args(["stop", "-B", &name]));
     assert!(!inst.tracing_on().unwrap());
     let theirs = dir.path().join("theirs.dat");
-    run_ok(
-        Command::new("trace-cmd")
-            .args(["extract", "-B", &name, "-o"])
-            .arg(&theirs),
+    let o = trace_cmd_extract(&name, &theirs);
+    assert!(
+        o.status.success(),
+        "trace-cmd extract: {}",
+        String::from_utf8_lossy(&o.stderr)
     );
     let text = assert_reports_equal(&theirs);
     assert!(text.contains("sched_switch:"), "nothing recorded:\n{text}");
@@ -610,7 +613,10 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
     // someone else enabled, see tests/cli.rs.)
     let events = [("sched", "sched_switch"), ("sched", "sched_wakeup")];
     let before = snapshot(inst, &events);
+    // No trace-cmd extract of these tests may reset the top while its check is open.
+    let _top = top_lock();
     let top_before = snapshot(&fs.top(), &events);
+    let top_writes = TopWrites::watch();
 
     let out = dir.path().join("sig.dat");
     let child = record_quiet(&name)
@@ -636,15 +642,29 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
         "record after {sig:?}: {}",
         String::from_utf8_lossy(&st.stderr)
     );
+    // Precise whoever else runs on the machine: neither record nor one of our
+    // trace-cmd extracts wrote a file of the top instance meanwhile.
+    let extract = EXTRACT_PIDS.lock().unwrap().clone();
+    let writes = top_writes.take();
+    let ours: Vec<_> = writes
+        .iter()
+        .filter(|(p, _)| *p == pid.as_raw() || extract.contains(p))
+        .collect();
+    assert!(
+        ours.is_empty(),
+        "top instance written during record (pid {pid}) by {ours:?}"
+    );
     assert_eq!(
         diff(&before, &snapshot(inst, &events)),
         "",
         "instance not restored after {sig:?}"
     );
+    // Another program on the machine may still reset the top (a trace-cmd
+    // extract outside these tests): name the writers if it did.
     assert_eq!(
         diff(&top_before, &snapshot(&fs.top(), &events)),
         "",
-        "top not restored after {sig:?}"
+        "top not restored after {sig:?}; its files were written by (pid, file): {writes:?}"
     );
     let text = assert_reports_equal(&out);
     assert!(text.contains("sched_switch:"));
@@ -662,6 +682,51 @@ fn sigint_stops_record_cleanly_and_restores() {
 #[ignore = "needs root and tracefs"]
 fn sigterm_stops_record_cleanly_and_restores() {
     stopped_by(nix::sys::signal::Signal::SIGTERM, "sigterm");
+}
+
+/// Issue 11 section 8: `sigterm_stops_record_cleanly_and_restores` failed once
+/// with "top not restored after SIGTERM: tracing_on 1 -> 0": trace-cmd 3.1.6's
+/// `extract -B`, run by another test of this binary at the same time, resets
+/// the top instance. This repeats the signal case while a thread keeps
+/// extracting a scratch instance with trace-cmd, so the two overlap in every
+/// round unless the top lock keeps them apart.
+#[test]
+#[ignore = "needs root and tracefs"]
+fn signal_stops_race_trace_cmd_extract_of_another_instance() {
+    let fs = host(true);
+    let dir = tempfile::tempdir().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let extracts = {
+        let (stop, fs, out) = (stop.clone(), fs.clone(), dir.path().join("x.dat"));
+        std::thread::spawn(move || {
+            let name = inst_name("xloop");
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let owned = fs.create_instance(&name).unwrap();
+                let sw = ustack_tracefs::EventId {
+                    system: "sched".into(),
+                    name: "sched_switch".into(),
+                };
+                owned.set_event_enabled(&sw, true).unwrap();
+                let o = trace_cmd_extract(&name, &out);
+                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                // trace-cmd extract -B removes the instance itself
+                if fs.instance(&name).is_ok() {
+                    owned.remove().unwrap();
+                } else {
+                    let _ = owned.keep();
+                }
+                n += 1;
+            }
+            n
+        })
+    };
+    for round in 0..6 {
+        stopped_by(nix::sys::signal::Signal::SIGTERM, &format!("xrace{round}"));
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let n = extracts.join().unwrap();
+    assert!(n >= 2, "only {n} extracts ran alongside the records");
 }
 
 #[test]

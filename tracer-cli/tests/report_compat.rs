@@ -9,6 +9,8 @@
 //! instance). They need root and trace-cmd and are `#[ignore]`d: run them
 //! with `cargo test -- --include-ignored`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -58,11 +60,8 @@ impl Instance {
 
     /// `trace-cmd extract -B` of this instance into `out`.
     fn extract(&self, out: &Path) {
-        let o = Command::new("trace-cmd")
-            .args(["extract", "-B", &self.name, "-o"])
-            .arg(out)
-            .output()
-            .expect("run trace-cmd extract");
+        // trace-cmd resets the top instance too: common::top puts it back
+        let o = common::top::trace_cmd_extract(&self.name, out);
         assert!(
             o.status.success() && out.exists(),
             "trace-cmd extract failed: {}",

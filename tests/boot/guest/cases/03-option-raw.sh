@@ -5,7 +5,7 @@
 I=$(mkinst c3)
 need "$I/options/userstacktrace_delay" "kernel lacks the userstacktrace_delay option"
 w 512 "$I/buffer_size_kb"
-w 'id == 35' "$I/events/raw_syscalls/sys_enter/filter"
+w 'id == 35 || id == 231' "$I/events/raw_syscalls/sys_enter/filter"
 w 'id == 35' "$I/events/raw_syscalls/sys_exit/filter"
 w 'prev_comm == "ustest"' "$I/events/sched/sched_switch/filter"
 w 1 "$I/events/raw_syscalls/sys_enter/enable"

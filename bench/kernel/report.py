@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Tables of bench/kernel.sh from what the benchmark guest wrote (bench/kernel/init).
+
+usage: report.py DATA_LOG N
+
+Medians over the rounds of ns per kernel entry and ring-buffer bytes per entry,
+then the ratios issue 11 section 7 states its goals in. With profile lines (P),
+the function profiler's table instead.
+"""
+import re
+import statistics
+import sys
+from collections import Counter, defaultdict
+
+MODES = ("none", "events", "sync", "deferred")
+
+
+def parse(path):
+    runs = defaultdict(list)  # (depth, events, mode) -> [(ns, bytes)]
+    frames = defaultdict(Counter)  # (depth, mode) -> Counter(frames per stack entry)
+    prof = defaultdict(list)
+    head, done, errors = "", False, []
+    for line in open(path, errors="replace"):
+        f = line.split()
+        if not f:
+            continue
+        if f[0] == "S":
+            head = " ".join(f[1:])
+        elif f[0] == "E":
+            errors.append(" ".join(f[1:]))
+        elif f[0] == "D":
+            done = True
+        elif f[0] == "F" and len(f) == 5:
+            frames[(int(f[1]), f[2])][int(f[3])] += int(f[4])
+        elif f[0] == "R" and len(f) >= 6:
+            kv = dict(x.split("=", 1) for x in f[5:] if "=" in x)
+            if int(kv["overrun"]) != 0:
+                errors.append(f"ring buffer overrun, the buffer is too small: {line.strip()}")
+            runs[(int(f[2]), int(f[3]), f[4])].append((float(kv["ns"]), int(kv["bytes"])))
+        elif f[0] == "P":
+            prof[(int(f[1]), f[2])].append(f[3:])
+    return head, done, errors, runs, frames, prof
+
+
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def spread(xs):
+    return (max(xs) - min(xs)) / statistics.median(xs) if xs and statistics.median(xs) else 0.0
+
+
+def bench_tables(runs, frames, n):
+    depths = sorted({k[0] for k in runs})
+    evs = sorted({k[1] for k in runs})
+    rounds = max((len(v) for v in runs.values()), default=0)
+    ns = {k: med([x[0] for x in v]) for k, v in runs.items()}
+    by = {k: med([x[1] for x in v]) / n for k, v in runs.items()}
+    fr = {k: c.most_common(1)[0][0] for k, c in frames.items()}
+    out = []
+    out.append(f"ns / ring-buffer bytes per kernel entry (getppid), median of {rounds} interleaved rounds")
+    out.append("")
+    out.append("| user stack depth (frames: sync entry / deferred entry) | events per entry "
+               "| no tracing | events only | + sync userstacktrace | + deferred |")
+    out.append("|---|---|---|---|---|---|")
+    for d in depths:
+        for e in evs:
+            row = [f"{d} ({fr.get((d, 'sync'), '?')} / {fr.get((d, 'deferred'), '?')})", str(e),
+                   f"{ns[(d, e, 'none')]:.0f}"]
+            for m in MODES[1:]:
+                row.append(f"{ns[(d, e, m)]:.0f} / {by[(d, e, m)]:.0f} B")
+            out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    out.append("Goals of issue 11 section 7, as ratios of the medians above (deferred / sync):")
+    out.append("")
+    out.append("| depth | events | (a) ns per entry | added ns over events only | "
+               "(b) ns per delivered frame, sync / deferred | (b) ratio | (c) bytes per entry |")
+    out.append("|---|---|---|---|---|---|---|")
+    for d in depths:
+        fs, fd = fr.get((d, "sync")), fr.get((d, "deferred"))
+        for e in evs:
+            s, df, ev = ns[(d, e, "sync")], ns[(d, e, "deferred")], ns[(d, e, "events")]
+            add_s, add_d = s - ev, df - ev
+            # frames written into the ring buffer per kernel entry: one synchronous stack per
+            # event, one deferred stack per entry
+            pf_s = add_s / (e * fs) if fs else float("nan")
+            pf_d = add_d / fd if fd else float("nan")
+            out.append(f"| {d} | {e} | {df / s:.2f} | {add_d / add_s:.2f} | {pf_s:.0f} / {pf_d:.0f} | "
+                       f"{pf_d / pf_s:.2f} | {by[(d, e, 'deferred')] / by[(d, e, 'sync')]:.2f} |")
+    worst = max(((spread([x[0] for x in v]), k) for k, v in runs.items() if k[2] != "none"), default=None)
+    if worst:
+        out.append("")
+        out.append(f"Largest spread of ns across rounds (max - min) / median: {worst[0]:.0%} "
+                   f"(depth {worst[1][0]}, {worst[1][1]} events, {worst[1][2]}).")
+    return out
+
+
+UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def profile_tables(prof):
+    out = []
+    for (d, m), lines in sorted(prof.items()):
+        run = [x for x in lines if x and x[0] == "run"]
+        filt = [x for x in lines if x and x[0] == "filter"]
+        rows = []
+        for x in lines:
+            # Function Hit Time Avg s^2, each time with its unit
+            if len(x) >= 5 and x[1].isdigit() and x[3] in UNIT:
+                rows.append((x[0], int(x[1]), float(x[2]) * UNIT[x[3]], float(x[4]) * UNIT.get(x[5], 1)))
+        rows.sort(key=lambda r: -r[2])
+        out.append(f"depth {d}, {m}, 2 events per entry: " + (" ".join(run[0][1:]) if run else ""))
+        if filt:
+            out.append(f"(profiled: {len(filt[0]) - 1} functions)")
+        out.append("")
+        out.append("| function | hits | total ms | avg ns (with callees) |")
+        out.append("|---|---|---|---|")
+        for name, hit, tot, avg in rows[:25]:
+            out.append(f"| {name} | {hit} | {tot / 1e6:.1f} | {avg:.0f} |")
+        out.append("")
+    return out
+
+
+def main():
+    path, n = sys.argv[1], int(sys.argv[2])
+    head, done, errors, runs, frames, prof = parse(path)
+    for e in errors:
+        print(f"kernel.sh: guest error: {e}", file=sys.stderr)
+    if not done:
+        print("kernel.sh: the guest did not finish (see the console log)", file=sys.stderr)
+    if errors or not done:
+        return 1
+    print(f"guest: {head}")
+    print()
+    lines = profile_tables(prof) if prof else bench_tables(runs, frames, n)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
