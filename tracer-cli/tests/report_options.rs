@@ -310,3 +310,70 @@ fn report_options_match_trace_cmd() {
         failures.join("\n")
     );
 }
+
+/// `--ts-check` on a CPU whose second page starts before the first one
+/// ended: the same report as trace-cmd on stdout, and a warning naming the
+/// CPU on stderr (none with `-q`).
+#[test]
+fn ts_check_warns_when_a_cpu_goes_backwards() {
+    use ustack_tracedata::page::build::{PageBuilder, COMMON_FIELDS, HEADER_EVENT, HEADER_PAGE};
+    if Command::new("trace-cmd").arg("-h").output().is_err() {
+        panic!("needs trace-cmd");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let format = format!(
+        "name: tick\nID: 600\nformat:\n{COMMON_FIELDS}\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;\n\n\
+print fmt: \"value=%llu\", REC->value\n"
+    );
+    let tick = |v: u64| {
+        let mut d = 600u16.to_le_bytes().to_vec();
+        d.extend_from_slice(&[0, 0]);
+        d.extend_from_slice(&7i32.to_le_bytes());
+        d.extend_from_slice(&v.to_le_bytes());
+        d
+    };
+    let mut pages = PageBuilder::new(2_000_000_000)
+        .event(0, &tick(1), false)
+        .event(1000, &tick(2), false)
+        .finish(4096)
+        .unwrap();
+    pages.extend(
+        PageBuilder::new(1_000_000_000)
+            .event(0, &tick(3), false)
+            .finish(4096)
+            .unwrap(),
+    );
+    let cpu = dir.path().join("back.cpu0");
+    std::fs::write(&cpu, pages).unwrap();
+    let meta = TraceMeta {
+        page_size: 4096,
+        long_size: 8,
+        header_page: HEADER_PAGE.as_bytes().to_vec(),
+        header_event: HEADER_EVENT.as_bytes().to_vec(),
+        event_systems: vec![EventSystem {
+            name: "synth".into(),
+            formats: vec![format.into_bytes()],
+        }],
+        cmdlines: b"7 ticker\n".to_vec(),
+        cpu_count: 1,
+        ..TraceMeta::default()
+    };
+    let file = dir.path().join("back.dat");
+    let buffers = [BufferData {
+        name: String::new(),
+        clock: "local".into(),
+        cpus: vec![CpuData::new(0, &cpu)],
+    }];
+    write_trace_dat(&file, &meta, &buffers, &WriteOptions::default()).unwrap();
+    let f = file.to_str().unwrap();
+    assert_eq!(compare(&[f], &["--ts-check"]), None);
+    let theirs = run(Command::new("trace-cmd").args(["report", "--ts-check", f]));
+    assert!(String::from_utf8_lossy(&theirs.stderr).contains("went backwards"));
+    let ours = run(common::tracer_cli().args(["report", "--ts-check", f]));
+    assert_eq!(
+        String::from_utf8_lossy(&ours.stderr),
+        "tracer-cli: warning: record on cpu 0 went backwards: 2000001000 to 1000000000 delta: -1000001000\n"
+    );
+    let quiet = run(common::tracer_cli().args(["report", "-q", "--ts-check", f]));
+    assert!(quiet.stderr.is_empty());
+}

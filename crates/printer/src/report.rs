@@ -56,6 +56,9 @@ pub struct ReportOptions {
     /// Print the filters as libtraceevent understood them and stop, when
     /// there are any (`-T`); the caller exits after [`report_files`].
     pub test_filters: bool,
+    /// Note each CPU whose timestamps go backwards (`--ts-check`), in
+    /// [`Written::warnings`].
+    pub ts_check: bool,
     /// Wakeup latencies after sched_switch lines and a summary (`-w`).
     pub wakeup: bool,
     /// Only list the CPUs of the top buffer that hold data, each with the
@@ -151,6 +154,8 @@ struct Stream<'a> {
     next: Option<(Record<'a>, Option<Option<u64>>)>,
     done: bool,
     last_printed: Vec<bool>,
+    /// The timestamp of the last record shown, for `--ts-check`.
+    last_ts: u64,
     error: Option<ustack_tracedata::Error>,
 }
 
@@ -459,7 +464,14 @@ ring buffer and are not\n        recorded in the trace data. They should all be 
 
 /// Writes the whole report of `file` to `out`.
 pub fn report(file: &TraceFile, args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
-    report_files(&[Input::new(file)], args, out)
+    report_files(&[Input::new(file)], args, out).map(|_| ())
+}
+
+/// What [`report_files`] has to say besides the report.
+#[derive(Debug, Default)]
+pub struct Written {
+    /// `--ts-check`: the records that went back in time on their CPU.
+    pub warnings: Vec<String>,
 }
 
 /// One trace file of [`report_files`].
@@ -544,7 +556,12 @@ fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f
 /// Writes the report of one file, or of several merged by time as
 /// trace-cmd merges several `-i` files: a `NAME: cpus=N` line per file,
 /// then every event prefixed with its file's (or instance's) name.
-pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Write) -> Result<()> {
+pub fn report_files(
+    inputs: &[Input<'_>],
+    args: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<Written> {
+    let mut written = Written::default();
     let multi = inputs.len() > 1;
     if multi && args.wakeup {
         bail!("Wakeup tracing can only be done on a single input file");
@@ -571,7 +588,7 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
         if testing {
             // libtraceevent printed the filters (to the C stdout); trace-cmd
             // stops there.
-            return Ok(());
+            return Ok(written);
         }
         let time = TimeCalc {
             raw: args.raw_ts,
@@ -582,7 +599,8 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
             offset: ts_offset(file, args.nodate),
         };
         if let Some(list) = args.cpu_list {
-            return print_cpu_list(file, &mut printer, time, list, out);
+            print_cpu_list(file, &mut printer, time, list, out)?;
+            return Ok(written);
         }
         if args.align_ts {
             let t = first_ts(file, time);
@@ -624,7 +642,7 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
     }
     if args.version || args.uname || args.stat {
         out.flush()?;
-        return Ok(());
+        return Ok(written);
     }
     if let Some(first) = first {
         for (_, s) in &mut sources {
@@ -662,6 +680,7 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
                         next: None,
                         done: false,
                         last_printed: Vec::new(),
+                        last_ts: 0,
                         error: None,
                     },
                 ));
@@ -683,6 +702,15 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
         let (n, s) = &mut streams[i];
         let src = &mut sources[*n].1;
         let (rec, lost) = s.next.take().expect("peeked");
+        if args.ts_check && s.last_ts > ts {
+            written.warnings.push(format!(
+                "record on cpu {} went backwards: {} to {ts} delta: -{}",
+                rec.cpu,
+                s.last_ts,
+                s.last_ts - ts
+            ));
+        }
+        s.last_ts = ts;
         let name = src
             .cx
             .file
@@ -707,5 +735,5 @@ pub fn report_files(inputs: &[Input<'_>], args: &ReportOptions, out: &mut dyn Wr
     if let Some(e) = streams.iter_mut().find_map(|(_, s)| s.error.take()) {
         return Err(e.into());
     }
-    Ok(())
+    Ok(written)
 }

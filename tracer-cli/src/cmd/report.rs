@@ -95,7 +95,7 @@ pub struct Args {
     /// Print the -F filters as parsed (`'event: expression'`), then exit.
     #[arg(short = 'T', long = "filter-test")]
     pub test_filters: bool,
-    /// Do not print warnings.
+    /// Do not print warnings (those of --ts-check).
     #[arg(short = 'q')]
     pub quiet: bool,
     /// Show the endianness of the file and of this machine, then exit.
@@ -143,6 +143,9 @@ pub struct Args {
     /// Show the time since the previous event.
     #[arg(long = "ts-diff")]
     pub ts_diff: bool,
+    /// Warn (on stderr) when a CPU's timestamps go backwards.
+    #[arg(long = "ts-check")]
+    pub ts_check: bool,
     /// Show timestamps as recorded, without any correction.
     #[arg(long = "raw-ts")]
     pub raw_ts: bool,
@@ -293,6 +296,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         ts2secs: default_hz,
         wakeup: args.wakeup,
         test_filters: args.test_filters,
+        ts_check: args.ts_check,
         cpu_list: list.then_some(CpuList {
             first: args.first_event,
             last: args.last_event,
@@ -300,7 +304,15 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     };
     match report_files(&inputs, &opts, &mut out) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
-        r => r,
+        Err(e) => Err(e),
+        Ok(w) => {
+            if !args.quiet {
+                for warning in w.warnings {
+                    eprintln!("tracer-cli: warning: {warning}");
+                }
+            }
+            Ok(())
+        }
     }
 }
 
