@@ -19,6 +19,10 @@ pub enum Unresolved {
     /// The address is in no file mapping of its process: anonymous memory
     /// (JIT code) or unmapped.
     Anonymous,
+    /// The address was mapped by two images of the process (an exec during
+    /// the recording mapped another file there): which one the stack saw
+    /// is not known.
+    Replaced,
     /// The address is in a special mapping of the kernel's (`[vdso]`,
     /// `[vsyscall]`) or in `[heap]`/`[stack]`: no file to read.
     Special,
@@ -36,17 +40,20 @@ impl Unresolved {
             Unresolved::ProcessUnknown => "process gone before its maps were read",
             Unresolved::Anonymous => "anonymous memory (JIT) or unmapped",
             Unresolved::Special => "in [vdso], [heap] or [stack]",
+            Unresolved::Replaced => "address used by two images of the process (exec)",
             Unresolved::FileUnreadable => "mapped file not readable as ELF",
             Unresolved::NoSymbol => "no symbol (stripped, no debug file)",
         }
     }
 }
 
-/// One process: its command name and its mappings sorted by start.
+/// One process: its command name, its mappings sorted by start, and the
+/// mappings of earlier images that those replaced.
 #[derive(Debug, Default, Clone)]
 struct Process {
     comm: String,
     maps: Vec<LibMap>,
+    replaced: Vec<LibMap>,
 }
 
 /// The mappings of the processes of a trace, and which process each known
@@ -84,6 +91,7 @@ impl AddressSpaces {
         }
         p.maps.extend(m.maps);
         p.maps.sort_by_key(|l| l.start);
+        p.replaced.extend(m.replaced);
     }
 
     /// Notes that task `tid` belongs to process `tgid`.
@@ -112,18 +120,32 @@ impl AddressSpaces {
         (!p.comm.is_empty()).then_some(p.comm.as_str())
     }
 
-    /// The mapping that holds `addr` in task `tid`'s process.
+    /// The mapping that holds `addr` in task `tid`'s process. An address
+    /// that an earlier image mapped differently (see
+    /// [`ProcMap::replaced`]) has no one answer; one that only an earlier
+    /// image mapped resolves through that image.
     pub fn find(&self, tid: u32, addr: u64) -> Result<&LibMap, Unresolved> {
         let p = self
             .tgid(tid)
             .and_then(|t| self.procs.get(&t))
             .ok_or(Unresolved::ProcessUnknown)?;
         let i = p.maps.partition_point(|m| m.start <= addr);
-        let m = i
+        let cur = i
             .checked_sub(1)
             .and_then(|i| p.maps.get(i))
-            .ok_or(Unresolved::Anonymous)?;
-        (addr < m.end).then_some(m).ok_or(Unresolved::Anonymous)
+            .filter(|m| addr < m.end);
+        let mut old = p
+            .replaced
+            .iter()
+            .filter(|r| r.start <= addr && addr < r.end);
+        match (cur, old.next()) {
+            (Some(m), None) => Ok(m),
+            (Some(m), Some(r)) if r.path == m.path && r.start == m.start => Ok(m),
+            (Some(_), Some(_)) => Err(Unresolved::Replaced),
+            (None, Some(r)) if old.all(|o| o.path == r.path && o.start == r.start) => Ok(r),
+            (None, Some(_)) => Err(Unresolved::Replaced),
+            (None, None) => Err(Unresolved::Anonymous),
+        }
     }
 
     /// Process ids with mappings.
@@ -149,6 +171,7 @@ mod tests {
                 })
                 .collect(),
             threads: threads.to_vec(),
+            replaced: Vec::new(),
         }
     }
 
@@ -168,5 +191,23 @@ mod tests {
         assert_eq!(s.find(11, 0x1000), Err(Unresolved::Anonymous));
         assert_eq!(s.comm(11), Some("p10"));
         assert_eq!(s.tgid(13), None);
+    }
+
+    #[test]
+    fn addresses_of_two_images_are_not_given_to_either() {
+        // pid 30 ran /bin/a (non-PIE), then exec'd /bin/b over it.
+        let mut p = pm(30, &[], &[(0x400000, 0x480000, "/bin/b")]);
+        p.replaced = pm(
+            0,
+            &[],
+            &[(0x400000, 0x500000, "/bin/a"), (0x7f00, 0x8000, "/lib/x")],
+        )
+        .maps;
+        let s = AddressSpaces::new([p]);
+        assert_eq!(s.find(30, 0x401000), Err(Unresolved::Replaced));
+        // Only the old image mapped these: they are its.
+        assert_eq!(s.find(30, 0x490000).unwrap().path, "/bin/a");
+        assert_eq!(s.find(30, 0x7f10).unwrap().path, "/lib/x");
+        assert_eq!(s.find(30, 0x900000), Err(Unresolved::Anonymous));
     }
 }

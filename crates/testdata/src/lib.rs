@@ -212,6 +212,7 @@ impl TraceBuilder {
                 })
                 .collect(),
             threads: Vec::new(),
+            replaced: Vec::new(),
         });
         self
     }

@@ -8,6 +8,7 @@
 //! <pid> <count> <comm>
 //! <start> <end> <path>          (count lines)
 //! tasks: <tid> <tid> ...        (optional, ours)
+//! replaced: <start> <end> <path> (optional, ours, one per line)
 //! ```
 //!
 //! `start` is where the file's lowest mapping begins, which maps file
@@ -16,7 +17,9 @@
 //! are written as `\ooo` octal escapes (as `/proc/mounts` does) and read
 //! back. trace-cmd ignores what follows the mapping lines; there we list the
 //! threads of the process, so that a reader knows which process every task
-//! of a trace belongs to instead of guessing.
+//! of a trace belongs to instead of guessing, and the mappings that a later
+//! image of the process (after an exec) replaced, so that a reader knows
+//! which addresses belonged to two images.
 //!
 //! Nothing here reads `/proc`: the recorder does, and hands the text to
 //! [`ProcMap::from_proc_maps`].
@@ -47,10 +50,16 @@ pub struct ProcMap {
     /// The other tasks (threads) of the process known to the recorder, in
     /// ascending order; `pid` itself is implied.
     pub threads: Vec<u32>,
+    /// Mappings of an earlier image of the process (before an exec, or a
+    /// library unloaded) that `maps` overlap with another file or base: an
+    /// address in both belongs to an image the maps cannot tell.
+    pub replaced: Vec<LibMap>,
 }
 
 /// The prefix of our thread list line.
 const TASKS: &str = "tasks:";
+/// The prefix of a replaced mapping's line.
+const REPLACED: &str = "replaced:";
 
 impl ProcMap {
     /// Builds a map from the text of `/proc/<pid>/maps`.
@@ -82,7 +91,7 @@ impl ProcMap {
             pid,
             comm: comm.trim().to_string(),
             maps: out,
-            threads: Vec::new(),
+            ..ProcMap::default()
         }
     }
 
@@ -114,6 +123,14 @@ impl ProcMap {
             }
             s.push('\n');
         }
+        for m in &self.replaced {
+            s.push_str(&format!(
+                "{REPLACED} {:x} {:x} {}\n",
+                m.start,
+                m.end,
+                escape(&m.path)
+            ));
+        }
         s
     }
 
@@ -133,6 +150,10 @@ impl ProcMap {
                     if let Some(m) = parse_lib_line(line) {
                         cur.maps.push(m);
                     }
+                    continue;
+                }
+                if let Some(rest) = line.strip_prefix(REPLACED) {
+                    cur.replaced.extend(parse_lib_line(rest.trim_start()));
                     continue;
                 }
                 if let Some(rest) = line.strip_prefix(TASKS) {
@@ -281,12 +302,13 @@ garbage line
                 lm(0x7000, 0x8000, "/lib/a b\\c\td.so"),
             ],
             threads: vec![0x1235, 0x1240],
+            replaced: vec![lm(0x5000, 0x5800, "/bin/sh")],
         };
         let text = p.to_text();
         assert_eq!(
             text,
             "1234 2 my_prog\n5000 6000 /bin/x\n7000 8000 /lib/a\\040b\\134c\\011d.so\n\
-             tasks: 1235 1240\n"
+             tasks: 1235 1240\nreplaced: 5000 5800 /bin/sh\n"
         );
         let q = ProcMap::parse_all(&(text.clone() + "\0" + &text));
         assert_eq!(q.len(), 2);

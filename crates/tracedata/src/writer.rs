@@ -748,6 +748,7 @@ mod tests {
                 path: "/bin/x".into(),
             }],
             threads: vec![],
+            replaced: Vec::new(),
         });
         m.trace_id = Some(7);
         let mut stats0 = CpuData::new(0, "/nonexistent");
