@@ -25,6 +25,11 @@ use ustack_tracefs::Tracefs;
 /// only the address ranges the later one does not use. The comm is the
 /// newest non-empty one.
 ///
+/// An older mapping dropped that way is kept in `replaced` when it names
+/// another file or base than the newer mapping over it: its addresses may
+/// be in stacks taken before the exec, and the reader must not take them
+/// for the newer image's.
+///
 /// `newer` says which of the two is the more recent snapshot (a poll can
 /// finish after a later exec snapshot was already merged).
 pub fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
@@ -41,13 +46,24 @@ pub fn merge_maps(known: &mut ProcMap, snap: ProcMap, newer: bool) {
         (std::mem::take(&mut known.maps), snap.maps)
     };
     let fixed = keep.len();
+    for r in snap.replaced {
+        if !known.replaced.contains(&r) {
+            known.replaced.push(r);
+        }
+    }
     for m in old {
-        if !keep[..fixed].iter().any(|k| overlaps(k, &m)) {
+        let mut over = keep[..fixed].iter().filter(|k| overlaps(k, &m)).peekable();
+        if over.peek().is_none() {
             keep.push(m);
+        } else if over.any(|k| k.path != m.path || k.start != m.start)
+            && !known.replaced.contains(&m)
+        {
+            known.replaced.push(m);
         }
     }
     keep.sort_by_key(|m| m.start);
     known.maps = keep;
+    known.replaced.sort_by_key(|m| m.start);
 }
 
 /// What is known of one process's maps.
@@ -500,6 +516,17 @@ mod tests {
         assert_eq!(got, vec![5]);
     }
 
+    trait WithReplaced {
+        fn with_replaced(self, r: &[(u64, u64, &str)]) -> ProcMap;
+    }
+
+    impl WithReplaced for ProcMap {
+        fn with_replaced(mut self, r: &[(u64, u64, &str)]) -> ProcMap {
+            self.replaced = pm(0, "", r).maps;
+            self
+        }
+    }
+
     fn pm(pid: u32, comm: &str, maps: &[(u64, u64, &str)]) -> ProcMap {
         ProcMap {
             pid,
@@ -513,6 +540,7 @@ mod tests {
                 })
                 .collect(),
             threads: vec![],
+            replaced: Vec::new(),
         }
     }
 
@@ -537,6 +565,15 @@ mod tests {
             ],
         );
         merge_maps(&mut known, ls.clone(), true);
+        // sh's libc at another base is kept as replaced: an address there
+        // belongs to sh or to ls.
+        let sh_libc = LibMap {
+            start: 0x10000,
+            end: 0x20000,
+            path: "/lib/libc.so.6".into(),
+        };
+        assert_eq!(known.replaced, [sh_libc]);
+        known.replaced.clear();
         assert_eq!(
             known,
             pm(
@@ -549,9 +586,14 @@ mod tests {
                 ]
             )
         );
+        // The same file at the same base is no replacement.
+        let mut same = pm(8, "x", &[(0x1000, 0x2000, "/x")]);
+        merge_maps(&mut same, pm(8, "x", &[(0x1000, 0x3000, "/x")]), true);
+        assert!(same.replaced.is_empty());
         // The same sh snapshot arriving late (a poll that started before
         // the exec) changes nothing that the newer one covers.
         let mut late = ls.clone();
+        late.replaced.clear();
         merge_maps(
             &mut late,
             pm(
@@ -577,6 +619,7 @@ mod tests {
                     (0x40000, 0x41000, "/lib/libdl.so"),
                 ]
             )
+            .with_replaced(&[(0x10000, 0x20000, "/lib/libc.so.6")])
         );
         // A library unloaded since the last snapshot stays (its addresses
         // may be in earlier stacks); touching ranges do not overlap.
@@ -621,7 +664,10 @@ mod tests {
                     "sh",
                     &[(0x1000, 0x2000, "/bin/sh"), (0x9000, 0xa000, "/rec")]
                 ),
-                pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")]),
+                // sh's image under ls's: stacks from before the exec
+                // must not be read as ls's.
+                pm(6, "ls", &[(0x1800, 0x2800, "/bin/ls")])
+                    .with_replaced(&[(0x1000, 0x2000, "/bin/sh")]),
             ]
         );
         store.add(pm(5, "sh", &[(0x3000, 0x4000, "/lib/libc")]), t1);
@@ -633,6 +679,7 @@ mod tests {
                 "ls",
                 &[(0x1800, 0x2800, "/bin/ls"), (0x3000, 0x4000, "/lib/libc")]
             )
+            .with_replaced(&[(0x1000, 0x2000, "/bin/sh")])
         );
         // Threads are saved with their process, never as processes.
         store.add_thread(9, 5);
