@@ -24,14 +24,14 @@ static void gt_tid(void)
 	}
 }
 
-static void gt_maps(void)
+static void gt_maps_named(const char *name)
 {
 	char path[512], buf[65536];
 	const char *dir = getenv("GT_DIR");
 	if (!dir)
 		return;
 	gt_tid();
-	snprintf(path, sizeof(path), "%s/maps.%d", dir, getpid());
+	snprintf(path, sizeof(path), "%s/%s.%d", dir, name, getpid());
 	int in = open("/proc/self/maps", O_RDONLY);
 	int out = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	ssize_t n;
@@ -40,6 +40,11 @@ static void gt_maps(void)
 			abort();
 	close(in);
 	close(out);
+}
+
+static void gt_maps(void)
+{
+	gt_maps_named("maps");
 }
 
 /* A call chain of known functions down to getppid(2). */
