@@ -6,10 +6,10 @@
 
 use ustack_printer::frame::{format_frame, FrameStyle};
 use ustack_printer::group::{fmt_ts, header, status_note};
+use ustack_stitch::internal::shown;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::Status;
-use ustack_symbolize::Frame;
 
 use crate::app::{DroppedBefore, EventDetail};
 
@@ -47,42 +47,6 @@ pub enum DetailLine {
     Warning(String),
     /// Plain text.
     Plain(String),
-}
-
-/// Whether `f` belongs to the tracing machinery rather than to the traced
-/// code: the event's `trace_event_raw_event_*` probe, the ftrace callback
-/// chain and the stack-saving helpers that run because the event is traced
-/// (`perf report` hides the same kind of frames).
-pub fn is_tracing_internal(f: &Frame) -> bool {
-    const PREFIXES: &[&str] = &[
-        "trace_event_raw_event_",
-        "perf_trace_",
-        "__traceiter_",
-        "trace_event_buffer_",
-        "trace_buffer_unlock_commit",
-        "__trace_stack",
-        "ftrace_",
-        "__ftrace_",
-        "arch_ftrace_",
-        "function_trace_call",
-        "function_stack_trace_call",
-        "stack_trace_save",
-        "arch_stack_walk",
-        "event_triggers_call",
-        "stacktrace_trigger",
-        "trace_graph_",
-    ];
-    f.symbol
-        .as_deref()
-        .is_some_and(|s| PREFIXES.iter().any(|p| s.starts_with(p)))
-}
-
-/// The frames of `frames` to show: all of them with `internal`, else those
-/// that are not [`is_tracing_internal`].
-pub fn shown(frames: &[Frame], internal: bool) -> impl DoubleEndedIterator<Item = &Frame> {
-    frames
-        .iter()
-        .filter(move |f| internal || !is_tracing_internal(f))
 }
 
 /// The lines of a group's detail pane; `internal` shows tracing-internal

@@ -1,15 +1,15 @@
 //! `/` search: the next row whose text, or one of whose stack frames,
 //! contains the pattern.
 
+use ustack_stitch::internal;
 use ustack_symbolize::Frame;
 
 use crate::app::{App, Tab};
-use crate::lines;
 use crate::source::Source;
 
 /// Whether a shown frame's function or source location contains `pat`.
 fn frames_match(frames: &[Frame], internal: bool, pat: &str) -> bool {
-    lines::shown(frames, internal).any(|f| {
+    internal::shown(frames, internal).any(|f| {
         f.symbol.as_deref().is_some_and(|s| s.contains(pat))
             || f.location.as_deref().is_some_and(|l| l.contains(pat))
     })

@@ -1,11 +1,11 @@
 //! The stack views of the state: the frames of a stack row (events tab)
 //! and the call tree.
 
+use ustack_stitch::internal;
 use ustack_stitch::stitcher::StackId;
 use ustack_symbolize::Frame;
 
 use crate::app::App;
-use crate::lines;
 use crate::model::{DroppedBefore, EventDetail, Focus, Tab};
 use crate::source::Source;
 use crate::tree::{CallTree, TreeFrame};
@@ -95,7 +95,7 @@ impl App {
             if let Some(k) = grp.events.iter().find_map(|e| e.kernel_stack) {
                 let fs = src.kernel_frames(st.stacks.get(k));
                 frames.extend(
-                    lines::shown(&fs, self.show_internal)
+                    internal::shown(&fs, self.show_internal)
                         .rev()
                         .map(|f| (tree_label(f), true)),
                 );

@@ -23,6 +23,9 @@
 //!   compact per-event index (24 bytes per event) the views share.
 //! * [`file`](mod@file): the same straight from a `TraceFile` (one pass), finding a
 //!   record again from its index entry, and a symbolizer for the file.
+//! * [`internal`]: the one list of tracing-internal kernel frames
+//!   (`trace_event_raw_event_*`, ftrace callbacks, stack savers) that the
+//!   views hide unless asked.
 //! * [`view`] and [`printfmt`]: display-ready groups (event text as
 //!   `trace-cmd report` prints it, symbolized frames), shared by
 //!   `tracer-cli report --stacks` and the TUI, symbolized by
@@ -47,6 +50,7 @@
 //! works across CPUs and treats lost events explicitly.
 
 pub mod file;
+pub mod internal;
 pub mod printfmt;
 pub mod stitcher;
 pub mod trace;
