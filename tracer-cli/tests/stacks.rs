@@ -180,18 +180,6 @@ fn nanosecond_timestamps_with_t() {
 }
 
 #[test]
-fn cpu_and_event_filters_are_refused_with_stacks() {
-    let f = fixture("filters.dat");
-    let (out, err, ok) = report(&["--stacks", "--cpu", "0"], &f);
-    assert!(!ok);
-    assert_eq!(out, "");
-    assert_eq!(
-        err,
-        "tracer-cli: --cpu and -F do not apply to --stacks, --json, --folded or --pprof\n"
-    );
-}
-
-#[test]
 fn symfs_finds_the_files_of_another_machine() {
     // A trace recorded on another machine (a VM): its processes map a libc
     // at a path this machine does not have; --symfs names the directory

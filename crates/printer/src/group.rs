@@ -4,7 +4,7 @@
 
 use crate::frame::{format_frame, FrameStyle};
 use ustack_stitch::view::GroupDetail;
-use ustack_stitch::Status;
+use ustack_stitch::{GroupKind, Status};
 
 /// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
 pub fn fmt_ts(ts: u64) -> String {
@@ -31,9 +31,10 @@ pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
 
 /// The header line: comm-pid, cookie, status, time span, counts.
 pub fn header(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> String {
-    let cookie = match d.cookie {
-        Some(c) => format!("cookie={c:x}"),
-        None => "sync".to_string(),
+    let cookie = match (d.cookie, d.kind) {
+        (Some(c), _) => format!("cookie={c:x}"),
+        (None, GroupKind::Kernel) => "kernel".to_string(),
+        (None, _) => "sync".to_string(),
     };
     let mut h = format!(
         "{}-{} {} {} {}..{} events={} frames={}",
@@ -87,6 +88,8 @@ pub fn lines(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> Vec<String> {
                 out.push(format!("      => {}", format_frame(f, FrameStyle::User)));
             }
         }
+        // A trace without user stacks: nothing was waited for.
+        None if d.kind == GroupKind::Kernel => {}
         None => out.push(format!(
             "  <no user stack: {}>",
             status_note(d.status, d.loss_while_open)

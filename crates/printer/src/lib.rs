@@ -6,6 +6,7 @@
 //!   filters and forms (`--stat`, `--uname`, `--version`);
 //! * [`stacks`] writes the stitched views (text blocks, JSON through serde,
 //!   folded stacks for flame graphs, and [`pprof`] profiles);
+//! * [`select`] chooses the groups and events the stitched views show;
 //! * [`group`] is the text of one stitched group and [`frame`] the one
 //!   place a stack frame is spelt, for each kind of output.
 //!
@@ -17,6 +18,7 @@ pub mod group;
 pub mod listings;
 pub mod pprof;
 pub mod report;
+pub mod select;
 pub mod stacks;
 pub mod tracecmd;
 pub mod wakeup;

@@ -17,12 +17,13 @@ use anyhow::Result;
 use serde::Serialize;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
-use ustack_stitch::{file, GroupKind, Status};
+use ustack_stitch::{file, internal, GroupKind};
 use ustack_symbolize::{Frame, Unresolved};
 use ustack_tracedata::TraceFile;
 
 use crate::frame::{format_frame, FrameStyle};
 use crate::group::{self, fmt_ts, fmt_ts_ns};
+use crate::select::{self, Selection};
 
 /// Output shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +47,11 @@ pub struct View {
     pub nsec: bool,
     /// Look the files of user stacks up under this directory.
     pub symfs: Option<PathBuf>,
+    /// Show tracing-internal kernel frames
+    /// ([`ustack_stitch::internal`]), hidden by default.
+    pub internal: bool,
+    /// The groups and events to show.
+    pub select: Selection,
 }
 
 impl View {
@@ -55,6 +61,8 @@ impl View {
             mode: Mode::Text,
             nsec: false,
             symfs: None,
+            internal: false,
+            select: Selection::default(),
         }
     }
 }
@@ -100,16 +108,30 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer(f).with_root(view.symfs.clone());
     let mut texts = view::Texts::for_file(f);
+    texts
+        .set_filters(&view.select.filters, &view.select.neg_filters)
+        .map_err(anyhow::Error::msg)?;
+    let rec = |s: u64| file::record(f, buf, idx.events.get(s as usize)?);
+    let chosen = select::choose(&view.select, &idx, rec, &mut texts, |pid| {
+        view::comm(&idx, &sym, pid)
+    });
+    let summary = Summary::new(&idx, &chosen, !view.select.is_all());
     let mut written = Written::default();
     let counts = &mut written;
-    let details = idx.stitched.groups.iter().map(|g| {
-        let d = view::detail(
+    let details = chosen.groups.iter().map(|&g| {
+        let mut d = view::detail(
             &idx,
-            g,
-            |s| file::record(f, buf, &idx.events[s as usize]),
+            &idx.stitched.groups[g as usize],
+            rec,
             &mut texts,
             &mut sym,
         );
+        d.events.retain(|e| chosen.has_event(e.seq));
+        if !view.internal {
+            for e in &mut d.events {
+                e.kernel.retain(|fr| !internal::is_internal(fr));
+            }
+        }
         counts.user_frames += d.user_frames.len();
         for why in d.user_frames.iter().filter_map(|f| f.unresolved) {
             *counts.unresolved.entry(why).or_default() += 1;
@@ -117,7 +139,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         d
     });
     match mode {
-        Mode::Text => text(&idx, details, nsec, out)?,
+        Mode::Text => text(&summary, details, nsec, out)?,
         Mode::Json => json(&idx, details, out)?,
         Mode::Folded => folded(details, out)?,
         Mode::Pprof => crate::pprof::write(details, out)?,
@@ -132,6 +154,69 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         }
     }
     Ok(written)
+}
+
+/// The comment lines at the top of the text view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Records in the trace.
+    pub events: usize,
+    /// Groups of each status: complete, pending, stack-lost, orphan-stack.
+    pub statuses: [usize; 4],
+    /// `drops: ...` text.
+    pub drops: String,
+    /// With a selection: the groups and events shown.
+    pub shown: Option<(usize, usize)>,
+    /// The groups are kernel-only (the trace has no user stacks).
+    pub kernel_only: bool,
+    /// The trace holds no stack at all.
+    pub no_stacks: bool,
+}
+
+impl Summary {
+    /// The summary of `idx`; `shown` with a selection (`chosen`).
+    pub fn new(idx: &Index, chosen: &select::Chosen, shown: bool) -> Summary {
+        let mut statuses = [0; 4];
+        for g in &idx.stitched.groups {
+            statuses[g.status as usize] += 1;
+        }
+        let groups = &idx.stitched.groups;
+        Summary {
+            events: idx.events.len(),
+            statuses,
+            drops: drops_text(idx),
+            shown: shown.then_some((chosen.groups.len(), chosen.event_count)),
+            kernel_only: groups.first().is_some_and(|g| g.kind == GroupKind::Kernel),
+            no_stacks: groups.is_empty() && idx.stitched.stacks.is_empty(),
+        }
+    }
+
+    fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        let [complete, pending, lost, orphan] = self.statuses;
+        writeln!(
+            out,
+            "# {} events, {} groups: {complete} complete, {pending} pending, {lost} stack-lost, {orphan} orphan-stack; drops: {}",
+            self.events,
+            self.statuses.iter().sum::<usize>(),
+            self.drops
+        )?;
+        if self.kernel_only {
+            writeln!(
+                out,
+                "# kernel stacks only (no user stack was recorded): one group per event with a kernel stack"
+            )?;
+        }
+        if self.no_stacks {
+            writeln!(
+                out,
+                "# no stacks in this trace: record with --user-stacks (and -T for kernel stacks)"
+            )?;
+        }
+        if let Some((g, e)) = self.shown {
+            writeln!(out, "# shown: {g} groups, {e} events")?;
+        }
+        Ok(())
+    }
 }
 
 fn drops_text(idx: &Index) -> String {
@@ -153,28 +238,13 @@ fn drops_text(idx: &Index) -> String {
 
 /// Text blocks, preceded by a summary comment.
 pub fn text(
-    idx: &Index,
+    summary: &Summary,
     details: impl Iterator<Item = GroupDetail>,
     nsec: bool,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let ts: fn(u64) -> String = if nsec { fmt_ts_ns } else { fmt_ts };
-    let mut counts = BTreeMap::new();
-    for g in &idx.stitched.groups {
-        *counts.entry(g.status).or_insert(0usize) += 1;
-    }
-    let c = |s| counts.get(&s).copied().unwrap_or(0);
-    writeln!(
-        out,
-        "# {} events, {} groups: {} complete, {} pending, {} stack-lost, {} orphan-stack; drops: {}",
-        idx.events.len(),
-        idx.stitched.groups.len(),
-        c(Status::Complete),
-        c(Status::Pending),
-        c(Status::StackLost),
-        c(Status::OrphanStack),
-        drops_text(idx)
-    )?;
+    summary.write(out)?;
     for d in details {
         writeln!(out)?;
         for l in group::lines(&d, ts) {
@@ -264,6 +334,7 @@ impl<'a> JsonGroup<'a> {
             kind: match d.kind {
                 GroupKind::Deferred => "deferred",
                 GroupKind::Sync => "sync",
+                GroupKind::Kernel => "kernel",
             },
             cookie: d.cookie.map(|c| format!("{c:#x}")),
             status: d.status.name(),
@@ -333,6 +404,8 @@ pub fn folded(
     for d in details {
         let user: Vec<String> = if d.user.is_some() {
             d.user_frames.iter().rev().map(fold).collect()
+        } else if d.kind == GroupKind::Kernel {
+            Vec::new()
         } else {
             vec![format!("[{}]", d.status.name())]
         };

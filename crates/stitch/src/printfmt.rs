@@ -52,6 +52,8 @@ pub fn load_tep_without_formats(
 /// A libtraceevent handle loaded with a trace file's formats, kallsyms,
 /// printk formats and cmdlines.
 pub struct InfoPrinter {
+    // Declared before `tep`: the filters are freed before the handle.
+    filters: Filters,
     tep: tep::Tep,
     seq: tep::TraceSeq,
 }
@@ -69,6 +71,7 @@ impl InfoPrinter {
     pub fn new(file: &TraceFile) -> Option<InfoPrinter> {
         let (tep, _rejected) = load_tep(file).ok()?;
         Some(InfoPrinter {
+            filters: Filters::default(),
             tep,
             seq: tep::TraceSeq::new(),
         })
@@ -89,5 +92,83 @@ impl InfoPrinter {
             return None;
         }
         Some(s.replace('\n', " | "))
+    }
+
+    /// Selects events with trace-cmd's `-F` filters (`filters`; with
+    /// `invert`, as `-v`: hides what they match) for [`InfoPrinter::selects`].
+    /// A filter libtraceevent does not accept is a one-line error.
+    pub fn set_filters(&mut self, filters: &[String], invert: bool) -> Result<(), String> {
+        for text in filters {
+            // SAFETY: the handle is live; the filter is freed in Filters'
+            // Drop, which runs before the handle's (field order).
+            let flt = unsafe { tep::tep_filter_alloc(self.tep.as_ptr()) };
+            if flt.is_null() {
+                return Err("cannot allocate a filter".to_string());
+            }
+            if invert {
+                self.filters.neg.push(flt);
+            } else {
+                self.filters.pos.push(flt);
+            }
+            let c = std::ffi::CString::new(text.as_str())
+                .map_err(|_| format!("bad filter {text:?}: it contains NUL"))?;
+            // SAFETY: flt is a live filter and c is NUL-terminated.
+            let r = unsafe { tep::tep_filter_add_filter_str(flt, c.as_ptr()) };
+            if r < 0 {
+                let mut buf = [0u8; 200];
+                // SAFETY: buf is writable for its length; the library writes
+                // a NUL-terminated string into at most that many bytes.
+                unsafe { tep::tep_filter_strerror(flt, r, buf.as_mut_ptr().cast(), buf.len()) };
+                let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+                return Err(format!(
+                    "bad filter {text:?}: {}",
+                    String::from_utf8_lossy(&buf[..end])
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the `-F` filters keep `rec`, as `trace-cmd report` decides
+    /// for an event: one positive filter matches (or there is none) and no
+    /// inverted one does. An event no positive filter names is not kept.
+    pub fn selects(&mut self, rec: &Record<'_>) -> bool {
+        let mut raw = tep::Record::new(rec.data, rec.ts, rec.cpu);
+        let found = |r| r == tep::TEP_ERRNO__NO_FILTER || r == tep::TEP_ERRNO__FILTER_MATCH;
+        let mut pos = tep::TEP_ERRNO__NO_FILTER;
+        for &f in &self.filters.pos {
+            // SAFETY: f is a live filter of this handle, raw a valid record.
+            pos = unsafe { tep::tep_filter_match(f, raw.as_mut_ptr()) };
+            if found(pos) {
+                break;
+            }
+        }
+        found(pos)
+            && !self.filters.neg.iter().any(|&f| {
+                // SAFETY: as above.
+                let r = unsafe { tep::tep_filter_match(f, raw.as_mut_ptr()) };
+                r == tep::TEP_ERRNO__FILTER_MATCH
+            })
+    }
+}
+
+/// The `-F` filters of an [`InfoPrinter`].
+///
+/// # Invariants
+///
+/// Every pointer comes from `tep_filter_alloc` on the printer's handle,
+/// which outlives it, and is freed once, in Drop.
+#[derive(Default)]
+struct Filters {
+    pos: Vec<*mut tep::tep_event_filter>,
+    neg: Vec<*mut tep::tep_event_filter>,
+}
+
+impl Drop for Filters {
+    fn drop(&mut self) {
+        for &f in self.pos.iter().chain(&self.neg) {
+            // SAFETY: allocated by tep_filter_alloc, freed once (invariant).
+            unsafe { tep::tep_filter_free(f) };
+        }
     }
 }

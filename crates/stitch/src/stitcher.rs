@@ -196,6 +196,9 @@ pub enum GroupKind {
     Deferred,
     /// Stock kernel `user_stack`: one event with its own stack.
     Sync,
+    /// No user stack was recorded at all (`record -T` alone): one event
+    /// and its kernel stack (see [`Stitched::kernel_only_groups`]).
+    Kernel,
 }
 
 /// A kernel event of a group.
@@ -287,6 +290,42 @@ impl Stitched {
             .binary_search_by_key(&seq, |&(s, _)| s)
             .ok()
             .map(|i| self.kernel_stacks[i].1)
+    }
+
+    /// When the trace holds kernel stacks but no group (no user stack of
+    /// any kind was recorded), makes one [`GroupKind::Kernel`] group per
+    /// event with a kernel stack, so that the stitched views show the
+    /// kernel stacks instead of nothing. `event` gives the `(pid, cpu, ts)`
+    /// of an event seq. Does nothing when there are groups.
+    pub fn kernel_only_groups(&mut self, event: impl Fn(u64) -> Option<(i32, u32, u64)>) {
+        if !self.groups.is_empty() {
+            return;
+        }
+        self.groups = self
+            .kernel_stacks
+            .iter()
+            .filter_map(|&(seq, k)| {
+                let (pid, cpu, ts) = event(seq)?;
+                Some(Group {
+                    pid,
+                    kind: GroupKind::Kernel,
+                    cookie: None,
+                    events: vec![EventRef {
+                        seq,
+                        cpu,
+                        ts,
+                        kernel_stack: Some(k),
+                    }],
+                    cookie_events: 0,
+                    user_stack: None,
+                    status: Status::Complete,
+                    first_ts: ts,
+                    last_ts: ts,
+                    loss_while_open: false,
+                })
+            })
+            .collect();
+        self.groups.sort_by_key(|g| g.first_ts);
     }
 
     /// Total events dropped per CPU (`None` in the count means some loss of

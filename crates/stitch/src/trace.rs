@@ -378,10 +378,15 @@ impl Index {
                 }
             }
         }
+        let mut stitched = st.finish();
+        stitched.kernel_only_groups(|seq| {
+            let e = events.get(seq as usize)?;
+            Some((e.pid, u32::from(e.cpu), e.ts))
+        });
         Index {
             events,
             losses,
-            stitched: st.finish(),
+            stitched,
             formats,
             comms,
             error,

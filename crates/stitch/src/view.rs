@@ -9,7 +9,7 @@ use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
 use crate::trace::{fields_text, Index};
 use ustack_symbolize::{Frame, Symbolizer};
 
-/// The cookie in hex, `-` for synchronous groups.
+/// The cookie in hex, `-` for synchronous and kernel-only groups.
 pub fn fmt_cookie(g: &Group) -> String {
     match g.cookie {
         Some(c) => format!("{c:x}"),
@@ -84,6 +84,25 @@ impl Texts {
         }
     }
 
+    /// Selects events with trace-cmd's `-F` filters: `pos` keep what they
+    /// match, `neg` (given after `-v`) hide it (see
+    /// [`InfoPrinter::set_filters`]); an error without libtraceevent.
+    pub fn set_filters(&mut self, pos: &[String], neg: &[String]) -> Result<(), String> {
+        match self.printer.as_mut() {
+            Some(p) => {
+                p.set_filters(pos, false)?;
+                p.set_filters(neg, true)
+            }
+            None if pos.is_empty() && neg.is_empty() => Ok(()),
+            None => Err("-F needs libtraceevent, which cannot read this file".to_string()),
+        }
+    }
+
+    /// Whether the `-F` filters keep `rec` (all are kept without filters).
+    pub fn selects(&mut self, rec: &Record<'_>) -> bool {
+        self.printer.as_mut().is_none_or(|p| p.selects(rec))
+    }
+
     /// Name and info text of event `seq`, given its record if it can be
     /// read.
     pub fn event_text(
@@ -120,6 +139,15 @@ impl Texts {
 /// Name and generic field text of event `seq` (see [`Texts`]).
 pub fn event_text(idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String) {
     Texts::generic().event_text(idx, seq, rec)
+}
+
+/// The command name of `pid`: the trace's saved and learnt names, else the
+/// name PROCMAPS gave it, else `<...>`.
+pub fn comm(idx: &Index, sym: &Symbolizer, pid: i32) -> String {
+    match idx.comms.get(pid) {
+        "<...>" => sym.maps().comm(pid as u32).unwrap_or("<...>").to_string(),
+        c => c.to_string(),
+    }
 }
 
 /// Resolves group `g`: `rec` finds the record of an event seq, `texts`
@@ -170,10 +198,7 @@ pub fn detail<'r>(
                 .collect()
         })
         .unwrap_or_default();
-    let comm = match idx.comms.get(g.pid) {
-        "<...>" => sym.maps().comm(g.pid as u32).unwrap_or("<...>").to_string(),
-        c => c.to_string(),
-    };
+    let comm = comm(idx, sym, g.pid);
     GroupDetail {
         pid: g.pid,
         comm,

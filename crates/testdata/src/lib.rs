@@ -125,6 +125,8 @@ ffffffff81200000 T __x64_sys_write
 ffffffff81300000 T ksys_write
 ffffffff81400000 T schedule
 ffffffff81500000 T entry_SYSCALL_64
+ffffffff81600000 T trace_event_raw_event_sys_enter
+ffffffff81700000 T stack_trace_save
 ";
 
 enum Rec {
@@ -618,5 +620,31 @@ pub fn fixture() -> TraceBuilder {
         .map(|f| DEMO_LIBC_BASE + f.1 + 4)
         .unwrap_or(0x5555_0000_0042);
     t.user_stack(0, 4_000, 100, &[write]);
+    t
+}
+
+/// A trace recorded with kernel stacks only (`record -T`, no user stacks):
+/// pid 100 (`app`) enters `write` on CPU 0 (kernel stack through the
+/// tracing-internal `stack_trace_save` and
+/// `trace_event_raw_event_sys_enter`) and leaves it without a stack; pid 200
+/// (`other`) is switched out on CPU 1 in `schedule`.
+pub fn fixture_kernel_only() -> TraceBuilder {
+    let mut t = TraceBuilder::new(2);
+    t.comm(100, "app").comm(200, "other");
+    t.sys_enter(0, 1_000, 100, 1);
+    t.kernel_stack(
+        0,
+        1_000,
+        100,
+        &[
+            0xffffffff81700008,
+            0xffffffff81600010,
+            0xffffffff81200010,
+            0xffffffff81100020,
+        ],
+    );
+    t.sys_exit(0, 2_000, 100, 1, 5);
+    t.sched_switch(1, 2_500, (200, "other"), (0, "swapper/1"));
+    t.kernel_stack(1, 2_500, 200, &[0xffffffff81400030, 0xffffffff81100040]);
     t
 }

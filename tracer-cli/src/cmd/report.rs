@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use ustack_printer::report::{report_files, CpuList, Input, Plugins, ReportOptions};
+use ustack_printer::select::Selection;
 use ustack_printer::stacks::{self, Mode, View};
 use ustack_tracedata::TraceFile;
 
@@ -159,6 +160,24 @@ pub struct Args {
     /// gzip) for go tool pprof, speedscope, Pyroscope or Parca.
     #[arg(long, value_name = "FILE")]
     pub pprof: Option<PathBuf>,
+    /// With the stitched views: only the groups of these tasks (as perf
+    /// report's --pid; repeatable, comma lists work).
+    #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
+    pub pid: Vec<i32>,
+    /// With the stitched views: only the groups of tasks with these exact
+    /// command names (as perf report's --comm; repeatable, comma lists work).
+    #[arg(long = "comm", value_name = "COMMS", value_delimiter = ',')]
+    pub comm: Vec<String>,
+    /// With the stitched views: only the events of this time window,
+    /// `START,END` in seconds as the report prints them (either may be
+    /// empty), as perf report's --time.
+    #[arg(long = "time", value_name = "START,END")]
+    pub time: Option<String>,
+    /// With the stitched views: show the tracing-internal kernel frames
+    /// (`trace_event_raw_event_*`, ftrace callbacks, stack savers) that are
+    /// hidden by default.
+    #[arg(long = "internal-frames")]
+    pub internal_frames: bool,
 }
 
 impl Args {
@@ -232,7 +251,7 @@ impl Args {
 /// Runs `tracer-cli report`.
 pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
-        return run_stacks(&args);
+        return run_stacks(&args, matches);
     }
     let paths = args.paths()?;
     let first_input = matches.indices_of("input").and_then(|mut i| i.next());
@@ -269,6 +288,10 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         .collect();
     let list = args.list_cpus || args.first_event || args.last_event;
     let (pos, neg) = split_filters(&args, matches);
+    if !args.pid.is_empty() || !args.comm.is_empty() || args.time.is_some() || args.internal_frames
+    {
+        bail!("--pid, --comm, --time and --internal-frames apply to --stacks, --json, --folded and --pprof");
+    }
     let opts = ReportOptions {
         cpus: args.cpus()?,
         filters: pos,
@@ -362,7 +385,7 @@ fn is_broken_pipe(e: &anyhow::Error) -> bool {
 }
 
 /// `report --stacks|--json|--folded`.
-fn run_stacks(args: &Args) -> Result<()> {
+fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
     let mode = if args.pprof.is_some() {
         Mode::Pprof
     } else if args.json {
@@ -372,8 +395,15 @@ fn run_stacks(args: &Args) -> Result<()> {
     } else {
         Mode::Text
     };
-    if !args.cpu.is_empty() || !args.filter.is_empty() {
-        bail!("--cpu and -F do not apply to --stacks, --json, --folded or --pprof");
+    let mut select = Selection {
+        cpus: args.cpus()?,
+        pids: args.pid.clone(),
+        comms: args.comm.clone(),
+        ..Selection::default()
+    };
+    (select.filters, select.neg_filters) = split_filters(args, matches);
+    if let Some(t) = &args.time {
+        select.set_time(t)?;
     }
     let path = args.path()?;
     let f = TraceFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
@@ -381,6 +411,8 @@ fn run_stacks(args: &Args) -> Result<()> {
         mode,
         nsec: args.nsec,
         symfs: args.symfs.clone(),
+        internal: args.internal_frames,
+        select,
     };
     if let Some(path) = &args.pprof {
         let mut out = std::fs::File::create(path)
@@ -401,7 +433,10 @@ pub fn print_stacks(f: &TraceFile, view: &View) -> Result<()> {
     let written = stacks::write_file(f, view, &mut out);
     match written.and_then(|w| out.flush().map(|_| w).map_err(Into::into)) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
-        Err(e) => Err(e.context("cannot write the report")),
+        Err(e) if e.downcast_ref::<std::io::Error>().is_some() => {
+            Err(e.context("cannot write the report"))
+        }
+        Err(e) => Err(e),
         Ok(w) => {
             warn_cut_short(w);
             Ok(())
