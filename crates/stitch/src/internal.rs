@@ -54,7 +54,9 @@ mod tests {
             symbol: sym.map(Into::into),
             offset: 0,
             object: None,
+            file_offset: None,
             location: None,
+            unresolved: None,
         }
     }
 
