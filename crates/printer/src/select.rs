@@ -132,7 +132,8 @@ pub fn choose<'r>(
         }
         let mut n = 0;
         for e in &g.events {
-            let keep = sel.cpu_and_time(e.cpu, e.ts)
+            let (cpu, ts) = idx.cpu_ts(e.seq);
+            let keep = sel.cpu_and_time(cpu, ts)
                 && (!filtered || rec(e.seq).is_some_and(|r| texts.selects(&r)));
             if keep {
                 out.events[e.seq as usize / 64] |= 1 << (e.seq % 64);
@@ -141,7 +142,10 @@ pub fn choose<'r>(
         }
         let orphan_shown = g.events.is_empty()
             && !filtered
-            && g.user_stack.is_some_and(|u| sel.cpu_and_time(u.cpu, u.ts));
+            && g.user_stack.is_some_and(|u| {
+                let (cpu, ts) = idx.cpu_ts(u.seq);
+                sel.cpu_and_time(cpu, ts)
+            });
         if n > 0 || orphan_shown {
             out.groups.push(i as u32);
             out.event_count += n;

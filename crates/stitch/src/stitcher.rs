@@ -201,28 +201,23 @@ pub enum GroupKind {
     Kernel,
 }
 
-/// A kernel event of a group.
+/// A kernel event of a group: 16 bytes, since report --stacks and the TUI
+/// hold every grouped event. Its CPU and time are the caller's, found by
+/// `seq` (the index of `crate::trace` has them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventRef {
     /// Caller's handle of the event.
     pub seq: u64,
-    /// CPU buffer.
-    pub cpu: u32,
-    /// Timestamp.
-    pub ts: u64,
     /// Its kernel stack, when a `kernel_stack` followed it.
     pub kernel_stack: Option<StackId>,
 }
 
-/// The user stack of a group.
+/// The user stack of a group (CPU and time found by `seq`, as for
+/// [`EventRef`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UserStackRef {
     /// Caller's handle of the stack record.
     pub seq: u64,
-    /// CPU buffer the stack record came from.
-    pub cpu: u32,
-    /// Timestamp of the stack record.
-    pub ts: u64,
     /// The addresses.
     pub stack: StackId,
 }
@@ -295,9 +290,9 @@ impl Stitched {
     /// When the trace holds kernel stacks but no group (no user stack of
     /// any kind was recorded), makes one [`GroupKind::Kernel`] group per
     /// event with a kernel stack, so that the stitched views show the
-    /// kernel stacks instead of nothing. `event` gives the `(pid, cpu, ts)`
+    /// kernel stacks instead of nothing. `event` gives the `(pid, ts)`
     /// of an event seq. Does nothing when there are groups.
-    pub fn kernel_only_groups(&mut self, event: impl Fn(u64) -> Option<(i32, u32, u64)>) {
+    pub fn kernel_only_groups(&mut self, event: impl Fn(u64) -> Option<(i32, u64)>) {
         if !self.groups.is_empty() {
             return;
         }
@@ -305,15 +300,13 @@ impl Stitched {
             .kernel_stacks
             .iter()
             .filter_map(|&(seq, k)| {
-                let (pid, cpu, ts) = event(seq)?;
+                let (pid, ts) = event(seq)?;
                 Some(Group {
                     pid,
                     kind: GroupKind::Kernel,
                     cookie: None,
                     events: vec![EventRef {
                         seq,
-                        cpu,
-                        ts,
                         kernel_stack: Some(k),
                     }],
                     cookie_events: 0,
@@ -353,6 +346,7 @@ const RECENT: usize = 4;
 #[derive(Debug, Clone, Copy)]
 struct Last {
     pid: i32,
+    ts: u64,
     ev: EventRef,
     /// Where the event was copied to: (group, index in group.events).
     placed: [Option<(usize, usize)>; 2],
@@ -406,10 +400,9 @@ impl Stitcher {
                 }
                 recent.push(Last {
                     pid,
+                    ts,
                     ev: EventRef {
                         seq,
-                        cpu,
-                        ts,
                         kernel_stack: None,
                     },
                     placed: [None, None],
@@ -430,12 +423,12 @@ impl Stitcher {
             } => self.cookie(cpu, ts, pid, cookie),
             Input::UserStack {
                 seq,
-                cpu,
                 ts,
                 pid,
                 cookie,
                 stack,
-            } => self.user_stack(seq, cpu, ts, pid, cookie, stack),
+                ..
+            } => self.user_stack(seq, ts, pid, cookie, stack),
             Input::SyncUserStack {
                 seq,
                 cpu,
@@ -550,7 +543,7 @@ impl Stitcher {
         let event = picked.and_then(|i| {
             let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
             last.got_cookie = true;
-            Some(last.ev)
+            Some((last.ev, last.ts))
         });
         if event.is_none() {
             self.out.cookies_without_event += 1;
@@ -577,8 +570,8 @@ impl Stitcher {
         let grp = &mut self.out.groups[g];
         grp.cookie_events += 1;
         grp.last_ts = grp.last_ts.max(ts);
-        if let Some(ev) = event {
-            grp.first_ts = grp.first_ts.min(ev.ts);
+        if let Some((ev, ev_ts)) = event {
+            grp.first_ts = grp.first_ts.min(ev_ts);
             // Most groups hold 1 to 3 events: grow by one instead of to
             // the default 4 (a trace of 150,000 groups keeps about 5 MB
             // less, report --stacks and the TUI hold every group).
@@ -591,13 +584,13 @@ impl Stitcher {
         }
     }
 
-    fn user_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {
+    fn user_stack(&mut self, seq: u64, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
         let matches = |g: usize, out: &Stitched| {
             out.groups[g].cookie == Some(cookie) && out.groups[g].user_stack.is_none()
         };
-        let stack_ref = self.store_stack(seq, cpu, ts, stack);
+        let stack_ref = self.store_stack(seq, stack);
         if let Some(g) = state.open.filter(|&g| matches(g, &self.out)) {
             let grp = &mut self.out.groups[g];
             grp.user_stack = Some(stack_ref);
@@ -630,29 +623,27 @@ impl Stitcher {
     }
 
     /// Stores the frames of the user stack event `seq` and refers to them.
-    fn store_stack(&mut self, seq: u64, cpu: u32, ts: u64, stack: &[u64]) -> UserStackRef {
+    fn store_stack(&mut self, seq: u64, stack: &[u64]) -> UserStackRef {
         UserStackRef {
             seq,
-            cpu,
-            ts,
             stack: self.out.stacks.push(stack),
         }
     }
 
     fn sync_stack(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32, stack: &[u64]) {
-        let stack_ref = self.store_stack(seq, cpu, ts, stack);
+        let stack_ref = self.store_stack(seq, stack);
         let picked = self.pick(cpu, pid, |l| !l.got_sync);
         let event = picked.and_then(|i| {
             let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
             last.got_sync = true;
-            Some(last.ev)
+            Some((last.ev, last.ts))
         });
         let g = self.new_group(pid, GroupKind::Sync, None, ts);
         let grp = &mut self.out.groups[g];
         grp.user_stack = Some(stack_ref);
         match event {
-            Some(ev) => {
-                grp.first_ts = ev.ts;
+            Some((ev, ev_ts)) => {
+                grp.first_ts = ev_ts;
                 grp.events.push(ev);
                 grp.status = Status::Complete;
                 if let Some(i) = picked {

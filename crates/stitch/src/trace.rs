@@ -381,7 +381,7 @@ impl Index {
         let mut stitched = st.finish();
         stitched.kernel_only_groups(|seq| {
             let e = events.get(seq as usize)?;
-            Some((e.pid, u32::from(e.cpu), e.ts))
+            Some((e.pid, e.ts))
         });
         Index {
             events,
@@ -410,6 +410,13 @@ impl Index {
             }
         }
         drops
+    }
+
+    /// CPU and timestamp of event `seq` (`(0, 0)` when out of range).
+    pub fn cpu_ts(&self, seq: u64) -> (u32, u64) {
+        self.events
+            .get(seq as usize)
+            .map_or((0, 0), |e| (u32::from(e.cpu), e.ts))
     }
 
     /// `system:name` of event `seq`'s format, or `#ID` when unknown.

@@ -5,7 +5,7 @@
 use ustack_tracedata::{Record, TraceFile};
 
 use crate::printfmt::InfoPrinter;
-use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
+use crate::stitcher::{Group, GroupKind, Status};
 use crate::trace::{fields_text, Index};
 use ustack_symbolize::{Frame, Symbolizer};
 
@@ -34,6 +34,17 @@ pub struct EventLine {
     pub kernel: Vec<Frame>,
 }
 
+/// The user stack record of a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserStackAt {
+    /// Seq in the index.
+    pub seq: u64,
+    /// CPU it was written on.
+    pub cpu: u32,
+    /// Timestamp.
+    pub ts: u64,
+}
+
 /// A group, resolved for display.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupDetail {
@@ -58,7 +69,7 @@ pub struct GroupDetail {
     /// Kernel events.
     pub events: Vec<EventLine>,
     /// The user stack record, if any.
-    pub user: Option<UserStackRef>,
+    pub user: Option<UserStackAt>,
     /// Its symbolized frames.
     pub user_frames: Vec<Frame>,
 }
@@ -178,8 +189,8 @@ pub fn detail<'r>(
                 .unwrap_or_default();
             EventLine {
                 seq: e.seq,
-                cpu: e.cpu,
-                ts: e.ts,
+                cpu: idx.cpu_ts(e.seq).0,
+                ts: idx.cpu_ts(e.seq).1,
                 name,
                 info,
                 kernel,
@@ -210,7 +221,14 @@ pub fn detail<'r>(
         loss_while_open: g.loss_while_open,
         cookie_events: g.cookie_events,
         events,
-        user: g.user_stack,
+        user: g.user_stack.map(|u| {
+            let (cpu, ts) = idx.cpu_ts(u.seq);
+            UserStackAt {
+                seq: u.seq,
+                cpu,
+                ts,
+            }
+        }),
         user_frames,
     }
 }

@@ -75,7 +75,7 @@ fn synthetic_file_is_indexed_and_stitched() {
         st.stacks.get(a.user_stack.unwrap().stack),
         &[0x5555_0000_1234, 0x5555_0000_5678]
     );
-    assert_eq!(a.user_stack.unwrap().cpu, 1);
+    assert_eq!(idx.cpu_ts(a.user_stack.unwrap().seq), (1, 3_000));
     assert_eq!(
         st.stacks.get(a.events[0].kernel_stack.unwrap()),
         &[0xffffffff81200010, 0xffffffff81100020]
