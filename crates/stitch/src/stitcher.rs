@@ -28,6 +28,7 @@
 //!   open: then its stack is counted as lost.
 
 use std::collections::HashMap;
+use std::num::NonZeroU64;
 
 /// Index of a stack in [`Stacks`].
 pub type StackId = u32;
@@ -229,8 +230,9 @@ pub struct Group {
     pub pid: i32,
     /// Deferred or synchronous.
     pub kind: GroupKind,
-    /// The cookie (`None` for synchronous groups).
-    pub cookie: Option<u64>,
+    /// The cookie (`None` for synchronous and kernel-only groups). The
+    /// unwinder never hands out 0, so 8 bytes hold it.
+    pub cookie: Option<NonZeroU64>,
     /// Kernel events, in time order.
     pub events: Vec<EventRef>,
     /// Number of cookie events seen, including those whose kernel event was
@@ -506,7 +508,13 @@ impl Stitcher {
         }
     }
 
-    fn new_group(&mut self, pid: i32, kind: GroupKind, cookie: Option<u64>, ts: u64) -> usize {
+    fn new_group(
+        &mut self,
+        pid: i32,
+        kind: GroupKind,
+        cookie: Option<NonZeroU64>,
+        ts: u64,
+    ) -> usize {
         self.out.groups.push(Group {
             pid,
             kind,
@@ -538,6 +546,11 @@ impl Stitcher {
     }
 
     fn cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
+        // A zero cookie is no cookie (the unwinder never gives it out): the
+        // event stays ungrouped.
+        let Some(cookie) = NonZeroU64::new(cookie) else {
+            return;
+        };
         // The event this cookie belongs to.
         let picked = self.pick(cpu, pid, |l| !l.got_cookie);
         let event = picked.and_then(|i| {
@@ -585,6 +598,10 @@ impl Stitcher {
     }
 
     fn user_stack(&mut self, seq: u64, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {
+        // A stack with a zero cookie matches nothing and names no group.
+        let Some(cookie) = NonZeroU64::new(cookie) else {
+            return;
+        };
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
         let matches = |g: usize, out: &Stitched| {

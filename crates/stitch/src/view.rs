@@ -12,7 +12,7 @@ use ustack_symbolize::{Frame, Symbolizer};
 /// The cookie in hex, `-` for synchronous and kernel-only groups.
 pub fn fmt_cookie(g: &Group) -> String {
     match g.cookie {
-        Some(c) => format!("{c:x}"),
+        Some(c) => format!("{:x}", c.get()),
         None => "-".to_string(),
     }
 }
@@ -214,7 +214,7 @@ pub fn detail<'r>(
         pid: g.pid,
         comm,
         kind: g.kind,
-        cookie: g.cookie,
+        cookie: g.cookie.map(|c| c.get()),
         status: g.status,
         first_ts: g.first_ts,
         last_ts: g.last_ts,

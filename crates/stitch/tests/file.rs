@@ -56,7 +56,7 @@ fn synthetic_file_is_indexed_and_stitched() {
         .map(|g| {
             (
                 g.pid,
-                g.cookie,
+                g.cookie.map(|c| c.get()),
                 g.status,
                 g.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
             )

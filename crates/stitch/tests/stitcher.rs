@@ -42,7 +42,7 @@ fn summary(s: &Stitched) -> Vec<Summary> {
         .map(|g| {
             (
                 g.pid,
-                g.cookie,
+                g.cookie.map(|c| c.get()),
                 g.status,
                 g.events.iter().map(|e| e.seq).collect(),
                 g.user_stack.map(|u| s.stacks.get(u.stack).to_vec()),
