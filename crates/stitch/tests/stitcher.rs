@@ -547,3 +547,47 @@ fn cookie_after_stack_of_another_entry_opens_a_new_group() {
         ]
     );
 }
+
+#[test]
+fn kernel_stacks_alone_make_kernel_groups() {
+    let mut s = stitch([
+        k(0, 0, 100, 5),
+        Input::KernelStack {
+            seq: 1,
+            cpu: 0,
+            ts: 100,
+            pid: 5,
+            stack: &[0xffff_ffff_8100_0000],
+        },
+        k(2, 1, 110, 6),
+    ]);
+    assert!(s.groups.is_empty());
+    s.kernel_only_groups(|seq| Some((5, 100 + seq)));
+    assert_eq!(s.groups.len(), 1);
+    let g = &s.groups[0];
+    assert_eq!(
+        (g.pid, g.kind, g.cookie, g.status, g.first_ts, g.last_ts),
+        (5, GroupKind::Kernel, None, Status::Complete, 100, 100)
+    );
+    assert_eq!(
+        g.events,
+        vec![EventRef {
+            seq: 0,
+            kernel_stack: s.kernel_stack_of(0)
+        }]
+    );
+    // With a group, nothing is added.
+    let before = s.groups.clone();
+    s.kernel_only_groups(|_| Some((9, 9)));
+    assert_eq!(s.groups, before);
+}
+
+#[test]
+fn zero_cookies_group_nothing() {
+    let s = stitch([
+        k(0, 0, 100, 5),
+        c(1, 0, 100, 5, 0),
+        us(2, 0, 120, 5, 0, &[0x1]),
+    ]);
+    assert!(s.groups.is_empty());
+}
