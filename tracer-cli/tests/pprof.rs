@@ -90,17 +90,10 @@ fn tracer_cli(args: &[&str]) -> Vec<u8> {
     o.stdout
 }
 
-#[test]
-fn pprof_profile_holds_the_folded_stacks() {
-    let dir = tempfile::tempdir().unwrap();
-    let dat = dir.path().join("t.dat");
-    ustack_testdata::fixture().write(&dat).unwrap();
-    let dat = dat.to_str().unwrap();
-    let prof = dir.path().join("profile.pb.gz");
-    let out = tracer_cli(&["report", "-i", dat, "--pprof", prof.to_str().unwrap()]);
-    assert!(out.is_empty(), "--pprof writes to the file only");
-
-    let gz = std::fs::read(&prof).unwrap();
+/// The samples of the gzip profile at `prof` as sorted folded lines (root
+/// first, as `--folded` writes them), and whether a location has an address.
+fn profile_folded(prof: &std::path::Path) -> (Vec<String>, bool) {
+    let gz = std::fs::read(prof).unwrap();
     assert_eq!(&gz[..2], &[0x1f, 0x8b], "gzip magic");
     let mut raw = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
@@ -152,6 +145,20 @@ fn pprof_profile_holds_the_folded_stacks() {
         folded.push(format!("{} {}", names.join(";"), values[0]));
     }
     folded.sort();
+    (folded, locs.values().any(|(addr, _)| *addr != 0))
+}
+
+#[test]
+fn pprof_profile_holds_the_folded_stacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let dat = dir.path().join("t.dat");
+    ustack_testdata::fixture().write(&dat).unwrap();
+    let dat = dat.to_str().unwrap();
+    let prof = dir.path().join("profile.pb.gz");
+    let out = tracer_cli(&["report", "-i", dat, "--pprof", prof.to_str().unwrap()]);
+    assert!(out.is_empty(), "--pprof writes to the file only");
+
+    let (folded, addresses) = profile_folded(&prof);
     let expected = String::from_utf8(tracer_cli(&["report", "-i", dat, "--folded"])).unwrap();
     let mut expected: Vec<String> = expected.lines().map(str::to_string).collect();
     expected.sort();
@@ -159,7 +166,7 @@ fn pprof_profile_holds_the_folded_stacks() {
     assert_eq!(folded, expected);
 
     // User frames keep their addresses (the fixture symbolizes libc ones).
-    assert!(locs.values().any(|(addr, _)| *addr != 0));
+    assert!(addresses);
 }
 
 #[test]
@@ -184,4 +191,25 @@ fn pprof_to_an_unwritable_path_is_a_one_line_error() {
         err.contains("cannot create /nonexistent/dir/p.pb.gz"),
         "{err}"
     );
+}
+
+#[test]
+fn pprof_takes_the_selections_of_the_folded_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let dat = dir.path().join("t.dat");
+    ustack_testdata::fixture().write(&dat).unwrap();
+    let dat = dat.to_str().unwrap();
+    let prof = dir.path().join("sel.pb.gz");
+    for sel in [&["--pid", "100", "-F", "sys_enter"][..], &["--cpu", "1"]] {
+        let mut args = vec!["report", "-i", dat, "--pprof", prof.to_str().unwrap()];
+        args.extend(sel);
+        assert!(tracer_cli(&args).is_empty());
+        let mut args = vec!["report", "-i", dat, "--folded"];
+        args.extend(sel);
+        let want = String::from_utf8(tracer_cli(&args)).unwrap();
+        let mut want: Vec<String> = want.lines().map(str::to_string).collect();
+        want.sort();
+        assert_eq!(want.len(), if sel[0] == "--cpu" { 1 } else { 2 }, "{sel:?}");
+        assert_eq!(profile_folded(&prof).0, want, "{sel:?}");
+    }
 }
