@@ -16,7 +16,7 @@ while kill -0 $spid 2>/dev/null; do
 	echo 1 >"$T/instances/s8b/events/raw_syscalls/sys_enter/enable" || fails=$((fails + 1))
 	echo 1 >"$T/instances/s8b/events/sched/enable" || fails=$((fails + 1))
 	echo 1 >"$T/instances/s8b/options/userstacktrace_delay" || fails=$((fails + 1))
-	echo 'ustacktrace_delay if id == 39' >"$T/instances/s8b/events/raw_syscalls/sys_exit/trigger" || fails=$((fails + 1))
+	echo 'userstacktrace_delay if id == 39' >"$T/instances/s8b/events/raw_syscalls/sys_exit/trigger" || fails=$((fails + 1))
 	echo 1 >"$T/instances/s8b/events/raw_syscalls/sys_exit/enable" || fails=$((fails + 1))
 	usleep 20000
 	echo 0 >"$A/options/userstacktrace_delay" || fails=$((fails + 1))
