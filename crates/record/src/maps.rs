@@ -382,11 +382,7 @@ impl StackPidScanner {
         let mut ids = HashSet::new();
         for name in ["user_stack", "user_unwind_stack", "user_unwind_cookie"] {
             if let Ok(f) = fs.event_format("ftrace", name) {
-                if let Some(id) = f
-                    .lines()
-                    .find_map(|l| l.strip_prefix("ID:"))
-                    .and_then(|v| v.trim().parse().ok())
-                {
+                if let Ok((_, id)) = ustack_tracedata::format::name_and_id("ftrace", &f) {
                     ids.insert(id);
                 }
             }

@@ -108,7 +108,7 @@ pub struct EventFormat {
 /// The `name:` and `ID:` of a format file, read the way
 /// [`EventFormat::parse`] reads them (same errors), without parsing the
 /// fields.
-pub(crate) fn name_and_id(system: &str, text: &str) -> Result<(String, u16)> {
+pub fn name_and_id(system: &str, text: &str) -> Result<(String, u16)> {
     let mut name = None;
     let mut id = None;
     for (lineno, line) in text.lines().enumerate() {
@@ -136,6 +136,37 @@ fn parse_id(system: &str, lineno: usize, v: &str) -> Result<u16> {
         .map_err(|_| Error::parse(format!("bad ID {:?}", v.trim())).context(ctx()))?;
     u16::try_from(v)
         .map_err(|_| Error::parse(format!("ID {v} does not fit in 16 bits")).context(ctx()))
+}
+
+/// The lines of a format file as the kernel wrote them: the field lines
+/// (those after `format:`, blank lines left out) and the `print fmt:` line.
+/// For tools that show a format as text (`list -F`); the values are parsed
+/// by [`EventFormat::parse`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormatLines<'a> {
+    text: &'a str,
+}
+
+impl<'a> FormatLines<'a> {
+    /// The lines of `text`.
+    pub fn new(text: &'a str) -> FormatLines<'a> {
+        FormatLines { text }
+    }
+
+    /// The field lines, as written (leading tab kept).
+    pub fn fields(&self) -> impl Iterator<Item = &'a str> {
+        self.text
+            .lines()
+            .skip_while(|l| !l.starts_with("format:"))
+            .skip(1)
+            .take_while(|l| !l.starts_with("print fmt:"))
+            .filter(|l| !l.trim().is_empty())
+    }
+
+    /// The `print fmt:` line, as written.
+    pub fn print_fmt(&self) -> Option<&'a str> {
+        self.text.lines().find(|l| l.starts_with("print fmt:"))
+    }
 }
 
 impl EventFormat {
@@ -254,6 +285,24 @@ pub fn parse_field(line: &str) -> Result<Field> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn format_lines_as_written() {
+        let text = "name: x\nID: 7\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n\n\
+\tfield:int b;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: \"%d\", REC->a\n";
+        let l = FormatLines::new(text);
+        let fields: Vec<&str> = l.fields().collect();
+        assert_eq!(
+            fields,
+            [
+                "\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;",
+                "\tfield:int b;\toffset:4;\tsize:4;\tsigned:1;"
+            ]
+        );
+        assert_eq!(l.print_fmt(), Some("print fmt: \"%d\", REC->a"));
+        assert_eq!(name_and_id("s", text).unwrap(), ("x".to_string(), 7));
+        assert_eq!(FormatLines::new("junk").fields().count(), 0);
+    }
 
     const SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
