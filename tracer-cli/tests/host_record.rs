@@ -525,7 +525,7 @@ fn forced_drops_agree_with_kernel_stats() {
     // CPUSTAT texts start with "CPU: N"; instance buffers are announced by
     // a "Buffer: NAME" text first, as trace-cmd writes them.
     let stats: Vec<(u32, String)> = tf
-        .cpustats()
+        .cpustat_texts()
         .into_iter()
         .filter_map(|t| {
             let cpu = t

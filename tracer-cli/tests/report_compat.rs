@@ -389,16 +389,12 @@ fn forced_drops_are_reported_like_trace_cmd() {
     );
     // The CPUSTAT options of the file agree with what the kernel said.
     let f = ustack_tracedata::TraceFile::open(&file).unwrap();
-    let stats = f.cpu_stats();
+    let stats = f.buffer_stats();
     let inst = stats
         .iter()
         .find(|b| b.name.starts_with("tcompat_drops_"))
         .expect("CPUSTAT of the instance");
-    let from_file: Vec<u64> = inst
-        .cpus
-        .iter()
-        .map(|c| c.value("overrun").unwrap())
-        .collect();
+    let from_file: Vec<u64> = inst.cpus.iter().map(|c| c.overrun.unwrap()).collect();
     assert_eq!(from_file, overruns);
     for (cpu, &ov) in overruns.iter().enumerate() {
         let marker = format!("CPU:{cpu} [");

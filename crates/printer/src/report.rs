@@ -263,38 +263,6 @@ impl TimeCalc {
     }
 }
 
-/// DATE (unless `nodate`) and OFFSET options shift every timestamp, as in
-/// trace-cmd.
-fn ts_offset(file: &TraceFile, nodate: bool) -> i64 {
-    let mut off = 0i64;
-    for o in file.options() {
-        let text = String::from_utf8_lossy(&o.data);
-        let text = text.trim_end_matches('\0').trim();
-        let parse = |t: &str| -> i64 {
-            let (neg, t) = match t.strip_prefix('-') {
-                Some(r) => (true, r),
-                None => (false, t.strip_prefix('+').unwrap_or(t)),
-            };
-            let v = if let Some(h) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-                i64::from_str_radix(h, 16).unwrap_or(0)
-            } else {
-                t.parse().unwrap_or(0)
-            };
-            if neg {
-                -v
-            } else {
-                v
-            }
-        };
-        if o.id == option::DATE && !nodate {
-            off = off.wrapping_add(parse(text).wrapping_mul(1000));
-        } else if o.id == option::OFFSET {
-            off = off.wrapping_add(parse(text));
-        }
-    }
-    off
-}
-
 fn print_version(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
     match file.tool_version() {
         Some(v) => writeln!(out, "{v}")?,
@@ -596,7 +564,7 @@ pub fn report_files(
                 .ts2secs
                 .or(args.ts2secs)
                 .map(|hz| 1e9 / hz.max(1) as f64),
-            offset: ts_offset(file, args.nodate),
+            offset: file.ts_offset(!args.nodate),
         };
         if let Some(list) = args.cpu_list {
             print_cpu_list(file, &mut printer, time, list, out)?;

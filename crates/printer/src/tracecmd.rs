@@ -6,7 +6,6 @@
 //! byte-identical to `trace-cmd report` 3.1.6.
 
 use anyhow::Result;
-use ustack_tracedata::dat::option;
 use ustack_tracedata::{Record, TraceFile};
 use ustack_traceevent_sys as tep;
 
@@ -64,7 +63,7 @@ impl<'f> Printer<'f> {
             file,
             registered: vec![false; 1 << 16],
             seq: tep::TraceSeq::new(),
-            time: in_usecs(file).then_some((1000, 6)),
+            time: file.clock_counts_ns().then_some((1000, 6)),
             line: Vec::with_capacity(256),
             latency: false,
             info: tep::Print::Info,
@@ -317,33 +316,6 @@ fn push_digits(out: &mut Vec<u8>, mut v: u64, width: usize, fill: u8) {
         out.push(fill);
     }
     out.extend_from_slice(digits);
-}
-
-/// Whether trace-cmd prints timestamps as seconds with microseconds: yes,
-/// unless the TRACECLOCK option selects a clock that does not count
-/// nanoseconds (e.g. `counter`, `x86-tsc`) and no TSC2NSEC option converts it.
-pub(crate) fn in_usecs(file: &TraceFile) -> bool {
-    if file.options().iter().any(|o| o.id == option::TSC2NSEC) {
-        return true;
-    }
-    let Some(o) = file.options().iter().find(|o| o.id == option::TRACECLOCK) else {
-        return true;
-    };
-    let text = String::from_utf8_lossy(&o.data);
-    let Some(word) = text.split(' ').find(|w| w.starts_with('[')) else {
-        return true;
-    };
-    let clock = word
-        .split(['[', ']'])
-        .find(|p| !p.is_empty())
-        .unwrap_or("")
-        .split_whitespace()
-        .next()
-        .unwrap_or("");
-    matches!(
-        clock,
-        "local" | "global" | "uptime" | "perf" | "tsc2nsec" | "tai"
-    ) || clock.starts_with("mono")
 }
 
 #[cfg(test)]

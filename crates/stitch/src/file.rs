@@ -52,14 +52,11 @@ pub fn load(file: &TraceFile, buf: &Buffer) -> Index {
     let loc = locator(file, buf);
     let mut idx = Index::build(formats, comms, &loc, file.records(buf));
     idx.kernel_lost = file
-        .cpu_stats()
+        .buffer_stats()
         .into_iter()
         .filter(|b| b.name == buf.name)
         .flat_map(|b| b.cpus)
-        .filter_map(|c| {
-            let lost = c.value("overrun")? + c.value("dropped events").unwrap_or(0);
-            Some((c.cpu, lost))
-        })
+        .filter_map(|c| Some((c.cpu, c.overrun? + c.dropped_events.unwrap_or(0))))
         .collect();
     idx
 }

@@ -32,14 +32,11 @@ fn main() {
         f.printk_formats().len(),
         f.cmdlines().len()
     );
-    for b in f.cpu_stats() {
+    for b in f.buffer_stats() {
         for c in &b.cpus {
             println!(
                 "stats {:?} cpu {} overrun {:?} dropped {:?}",
-                b.name,
-                c.cpu,
-                c.value("overrun"),
-                c.value("dropped events")
+                b.name, c.cpu, c.overrun, c.dropped_events
             );
         }
     }

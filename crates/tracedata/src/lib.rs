@@ -8,6 +8,8 @@
 //! - [`procmaps`] parses and writes process memory maps (`/proc/PID/maps`
 //!   text, PROCMAPS options);
 //! - [`record`] gives typed access to the fields of one event;
+//! - [`stats`] parses the per-CPU ring-buffer counters (`per_cpu/cpuN/stats`, CPUSTAT);
+//! - [`clock`] reads the time base of a file (TRACECLOCK, DATE, OFFSET);
 //! - [`dat`] holds the trace.dat constants shared by the reader and the writer;
 //! - [`reader`] opens trace.dat files (v6 and v7, uncompressed, zlib or zstd)
 //!   and merges the per-CPU streams by timestamp;
@@ -38,6 +40,7 @@
 //! # Ok::<(), ustack_tracedata::Error>(())
 //! ```
 
+pub mod clock;
 pub mod compress;
 pub mod dat;
 pub mod error;
@@ -47,6 +50,7 @@ pub mod page;
 pub mod procmaps;
 pub mod reader;
 pub mod record;
+pub mod stats;
 pub mod writer;
 
 pub use error::{Error, Result};
@@ -54,3 +58,4 @@ pub use format::{EventFormat, Field, FieldKind};
 pub use procmaps::{LibMap, ProcMap};
 pub use reader::{Buffer, Item, TraceFile};
 pub use record::Record;
+pub use stats::{BufferStats, CpuStats};

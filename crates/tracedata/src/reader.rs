@@ -24,11 +24,13 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::clock::selected_clock;
 use crate::dat::{self, option};
 use crate::error::{Error, Result};
 use crate::format::EventFormat;
 use crate::header::{HeaderEvent, HeaderPage};
 use crate::record::Record;
+use crate::stats::BufferStats;
 
 mod records;
 
@@ -57,9 +59,11 @@ pub enum Item<'a> {
     },
 }
 
-/// Per-CPU trace data of one buffer.
+/// The per-CPU section of one buffer in a trace.dat file (where it is and how
+/// big; the bytes come from [`TraceFile::cpu_data`]). The writer's input
+/// counterpart is [`crate::writer::CpuData`].
 #[derive(Debug)]
-pub struct CpuData {
+pub struct CpuSection {
     /// CPU id.
     pub cpu: u32,
     /// Offset of the data in the file.
@@ -75,7 +79,7 @@ enum DataRef {
     Owned(Vec<u8>),
 }
 
-impl CpuData {
+impl CpuSection {
     /// Uncompressed size of the data, in bytes.
     pub fn data_size(&self) -> usize {
         match &self.data {
@@ -95,7 +99,7 @@ pub struct Buffer {
     /// Sub-buffer (page) size.
     pub page_size: usize,
     /// Per-CPU data, in CPU order.
-    pub cpus: Vec<CpuData>,
+    pub cpus: Vec<CpuSection>,
 }
 
 impl Buffer {
@@ -103,39 +107,6 @@ impl Buffer {
     pub fn is_top(&self) -> bool {
         self.name.is_empty()
     }
-}
-
-/// The kernel's `per_cpu/cpuN/stats` of one CPU, from a CPUSTAT option.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuStat {
-    /// CPU id.
-    pub cpu: u32,
-    /// The stats text (`entries: N`, `overrun: N`, ...).
-    pub text: String,
-}
-
-impl CpuStat {
-    /// The number after `key:`, e.g. `value("overrun")` or
-    /// `value("dropped events")`.
-    pub fn value(&self, key: &str) -> Option<u64> {
-        self.text.lines().find_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            if k.trim() == key {
-                v.trim().parse().ok()
-            } else {
-                None
-            }
-        })
-    }
-}
-
-/// The CPU stats of one buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BufferStats {
-    /// Buffer name, empty for the top buffer.
-    pub name: String,
-    /// Per CPU, in file order.
-    pub cpus: Vec<CpuStat>,
 }
 
 /// All event formats of a file, with lookups by id and by name.
@@ -710,7 +681,7 @@ impl TraceFile {
                 let off = c.u64()?;
                 let size = c.u64()?;
                 let r = mapped_range(b, off, size).map_err(|e| e.context(format!("cpu {cpu}")))?;
-                list.push(CpuData {
+                list.push(CpuSection {
                     cpu: cpu as u32,
                     file_offset: off,
                     file_size: size,
@@ -890,7 +861,7 @@ impl TraceFile {
                 let r = mapped_range(b, off, size.saturating_add(4)).map_err(cctx)?;
                 DataRef::Owned(decompress_chunks(codec, &b[r], off).map_err(cctx)?)
             };
-            cpus.push(CpuData {
+            cpus.push(CpuSection {
                 cpu,
                 file_offset: off,
                 file_size: size,
@@ -1018,8 +989,21 @@ impl TraceFile {
             .or_else(|| self.buffers.iter().find_map(|b| b.clock.clone()))
     }
 
-    /// CPUSTAT option texts, in file order (one per CPU per buffer).
-    pub fn cpustats(&self) -> Vec<String> {
+    /// Whether timestamps count nanoseconds (printed as seconds with
+    /// microseconds): see the TRACECLOCK and TSC2NSEC options.
+    pub fn clock_counts_ns(&self) -> bool {
+        crate::clock::counts_nanoseconds(&self.options)
+    }
+
+    /// The shift to add to every timestamp (nanoseconds, wrapping): the
+    /// OFFSET options, and the DATE options if `with_date`.
+    pub fn ts_offset(&self, with_date: bool) -> i64 {
+        crate::clock::ts_offset(&self.options, with_date)
+    }
+
+    /// CPUSTAT option texts, in file order (one per CPU per buffer, with
+    /// the `Buffer: NAME` markers between buffers).
+    pub fn cpustat_texts(&self) -> Vec<String> {
         self.options
             .iter()
             .filter(|o| o.id == option::CPUSTAT)
@@ -1027,33 +1011,10 @@ impl TraceFile {
             .collect()
     }
 
-    /// CPUSTAT options grouped by buffer, as trace-cmd writes them: the top
-    /// buffer's CPUs first, then a `"\nBuffer: NAME\n\n"` marker before the
-    /// CPUs of each instance. Each text starts with `CPU: N`.
-    pub fn cpu_stats(&self) -> Vec<BufferStats> {
-        let mut out = vec![BufferStats {
-            name: String::new(),
-            cpus: Vec::new(),
-        }];
-        for t in self.cpustats() {
-            let trimmed = t.trim_start_matches('\n');
-            if let Some(rest) = trimmed.strip_prefix("Buffer: ") {
-                out.push(BufferStats {
-                    name: rest.lines().next().unwrap_or("").trim().to_string(),
-                    cpus: Vec::new(),
-                });
-                continue;
-            }
-            let Some(cur) = out.last_mut() else { continue };
-            let cpu = trimmed
-                .strip_prefix("CPU: ")
-                .and_then(|r| r.lines().next())
-                .and_then(|n| n.trim().parse().ok())
-                .unwrap_or(cur.cpus.len() as u32);
-            cur.cpus.push(CpuStat { cpu, text: t });
-        }
-        out.retain(|b| !b.cpus.is_empty());
-        out
+    /// The CPUSTAT options parsed and grouped by buffer (see
+    /// [`stats::group_by_buffer`](crate::stats::group_by_buffer)).
+    pub fn buffer_stats(&self) -> Vec<BufferStats> {
+        crate::stats::group_by_buffer(self.cpustat_texts())
     }
 
     /// PROCMAPS option texts, joined: trace-cmd (and our writer) store one
@@ -1089,11 +1050,11 @@ impl TraceFile {
     /// The raw ring-buffer pages of one CPU of a buffer (decompressed).
     /// Record payloads returned by [`TraceFile::records`] are slices of it,
     /// so an index can keep their offsets and find them again.
-    pub fn cpu_data<'s>(&'s self, c: &'s CpuData) -> &'s [u8] {
+    pub fn cpu_data<'s>(&'s self, c: &'s CpuSection) -> &'s [u8] {
         self.cpu_bytes(c)
     }
 
-    fn cpu_bytes<'s>(&'s self, c: &'s CpuData) -> &'s [u8] {
+    fn cpu_bytes<'s>(&'s self, c: &'s CpuSection) -> &'s [u8] {
         match &c.data {
             DataRef::Mapped(r) => &self.bytes[r.clone()],
             DataRef::Owned(v) => v,
@@ -1116,16 +1077,6 @@ impl TraceFile {
             .collect();
         Records::new(streams, self.header_page)
     }
-}
-
-/// The selected clock in a `trace_clock` text (`"[local] global"` -> `local`).
-pub fn selected_clock(t: &str) -> String {
-    if let (Some(a), Some(b)) = (t.find('['), t.find(']')) {
-        if a < b {
-            return t[a + 1..b].to_string();
-        }
-    }
-    t.split_whitespace().next().unwrap_or("").to_string()
 }
 
 fn mapped_range(b: &[u8], off: u64, size: u64) -> Result<Range<usize>> {

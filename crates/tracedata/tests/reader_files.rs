@@ -648,14 +648,14 @@ fn cpu_stats_are_grouped_by_buffer() {
     }
     let f = open(b).unwrap();
     assert_eq!(dump(&f, ""), expected());
-    let s = f.cpu_stats();
+    let s = f.buffer_stats();
     assert_eq!(s.len(), 2);
     assert_eq!((s[0].name.as_str(), s[0].cpus.len()), ("", 2));
-    assert_eq!(s[0].cpus[0].value("overrun"), Some(5));
-    assert_eq!(s[0].cpus[1].value("dropped events"), Some(2));
-    assert_eq!(s[0].cpus[1].value("nothing"), None);
+    assert_eq!(s[0].cpus[0].overrun, Some(5));
+    assert_eq!(s[0].cpus[1].dropped_events, Some(2));
+    assert_eq!(s[0].cpus[1].commit_overrun, None);
     assert_eq!((s[1].name.as_str(), s[1].cpus[0].cpu), ("inst", 1));
-    assert_eq!(s[1].cpus[0].value("overrun"), Some(9));
+    assert_eq!(s[1].cpus[0].overrun, Some(9));
 }
 
 #[test]

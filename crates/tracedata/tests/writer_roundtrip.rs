@@ -247,7 +247,7 @@ fn reader_gets_back_everything() {
             "\nBuffer: inst\n\n".to_string(),
             "CPU: 1\nentries: 300\noverrun: 0\n".to_string(),
         ];
-        assert_eq!(t.cpustats(), want_stats, "{tag}");
+        assert_eq!(t.cpustat_texts(), want_stats, "{tag}");
         let procmaps: Vec<String> = t
             .options()
             .iter()

@@ -3,7 +3,6 @@
 use crate::error::{Error, Op, Result};
 use crate::fsio;
 use crate::reader::CpuReader;
-use crate::stats::CpuStats;
 use crate::{EventId, Tracefs};
 use std::path::PathBuf;
 
@@ -330,12 +329,6 @@ impl Instance {
     /// The number of CPUs for a trace.dat file: highest CPU number + 1.
     pub fn cpu_count(&self) -> Result<u32> {
         Ok(self.cpus()?.last().map(|c| c + 1).unwrap_or(0))
-    }
-
-    /// Reads and parses `per_cpu/cpuN/stats`.
-    pub fn cpu_stats(&self, cpu: u32) -> Result<CpuStats> {
-        let text = self.read_string(&format!("per_cpu/cpu{cpu}/stats"))?;
-        Ok(CpuStats::parse(cpu, &text))
     }
 
     /// Opens a splice reader on `per_cpu/cpuN/trace_pipe_raw`.
