@@ -8,28 +8,36 @@
 
 use anyhow::{anyhow, Result};
 use ustack_tracedata::TraceFile;
-use ustack_traceevent_sys as tep;
+use ustack_traceevent::{FileTep, TepError};
+
+/// libtraceevent loaded with every format of `file`, as trace-cmd loads it.
+fn loaded(file: &TraceFile) -> Result<FileTep, TepError> {
+    let (mut t, _) = FileTep::new(file)?;
+    t.register_all(file.formats());
+    Ok(t)
+}
 
 /// Whether libtraceevent parses every event format of `file`.
 pub fn formats_parse(file: &TraceFile) -> bool {
-    ustack_stitch::printfmt::load_tep(file).is_ok_and(|(t, _)| t.skipped_formats().is_empty())
-}
-
-fn c_listing(file: &TraceFile, f: unsafe extern "C" fn(*mut tep::tep_handle)) -> Result<()> {
-    let (t, _) = ustack_stitch::printfmt::load_tep(file).map_err(|e| anyhow!("{e}"))?;
-    // SAFETY: the handle is valid for the call, which only reads it.
-    unsafe { f(t.as_ptr()) };
-    Ok(())
+    loaded(file).is_ok_and(|t| t.tep().skipped_formats().is_empty())
 }
 
 /// Prints the kernel functions of `file` (`%016llx name [module]`, by
 /// address) to the C `stdout`, as `trace-cmd report -f`.
 pub fn print_functions(file: &TraceFile) -> Result<()> {
-    c_listing(file, tep::tep_print_funcs)
+    loaded(file)
+        .map_err(|e| anyhow!("{e}"))?
+        .tep()
+        .print_funcs();
+    Ok(())
 }
 
 /// Prints the printk formats of `file` to the C `stdout`, as
 /// `trace-cmd report -P`.
 pub fn print_printk(file: &TraceFile) -> Result<()> {
-    c_listing(file, tep::tep_print_printk)
+    loaded(file)
+        .map_err(|e| anyhow!("{e}"))?
+        .tep()
+        .print_printk();
+    Ok(())
 }

@@ -5,10 +5,11 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use ustack_tracedata::dat::option;
 use ustack_tracedata::{Item, Record, TraceFile};
-use ustack_traceevent_sys as tep;
+use ustack_traceevent as tep;
+use ustack_traceevent::FilterResult;
 
 use crate::tracecmd::Printer;
 use crate::wakeup::Wakeups;
@@ -90,8 +91,8 @@ pub struct CpuList {
 
 /// trace-cmd's -F filters, through libtraceevent's filter engine.
 struct Filters {
-    pos: Vec<*mut tep::tep_event_filter>,
-    neg: Vec<*mut tep::tep_event_filter>,
+    pos: Vec<tep::Filter>,
+    neg: Vec<tep::Filter>,
 }
 
 impl Filters {
@@ -102,25 +103,11 @@ impl Filters {
         };
         let all = args.filters.iter().map(|s| (s, false));
         for (s, neg) in all.chain(args.neg_filters.iter().map(|s| (s, true))) {
-            // SAFETY: the handle is valid; the filter is freed in Drop.
-            let flt = unsafe { tep::tep_filter_alloc(p.tep.as_ptr()) };
-            if flt.is_null() {
-                bail!("cannot allocate a filter");
-            }
+            let flt = tep::Filter::new(p.tep.tep(), s)?;
             if neg {
                 f.neg.push(flt);
             } else {
                 f.pos.push(flt);
-            }
-            let c = std::ffi::CString::new(s.as_str()).context("filter contains NUL")?;
-            // SAFETY: flt and c are valid for the call.
-            let r = unsafe { tep::tep_filter_add_filter_str(flt, c.as_ptr()) };
-            if r < 0 {
-                let mut buf = [0u8; 200];
-                // SAFETY: buf is writable for its length.
-                unsafe { tep::tep_filter_strerror(flt, r, buf.as_mut_ptr().cast(), buf.len()) };
-                let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-                bail!("bad filter {s:?}: {}", String::from_utf8_lossy(&buf[..end]));
             }
         }
         Ok(f)
@@ -128,22 +115,9 @@ impl Filters {
 
     /// Whether any filter of `list` matches `rec` (libtraceevent: it
     /// matches, or the filter is empty).
-    fn any(list: &[*mut tep::tep_event_filter], rec: &mut tep::Record<'_>) -> bool {
-        list.iter().any(|&f| {
-            // SAFETY: f is a live filter and rec a valid record.
-            let ret = unsafe { tep::tep_filter_match(f, rec.as_mut_ptr()) };
-            ret == tep::TEP_ERRNO__NO_FILTER || ret == tep::TEP_ERRNO__FILTER_MATCH
-        })
-    }
-}
-
-impl Drop for Filters {
-    fn drop(&mut self) {
-        for &f in self.pos.iter().chain(&self.neg) {
-            // SAFETY: each filter was allocated by tep_filter_alloc and is
-            // freed once.
-            unsafe { tep::tep_filter_free(f) };
-        }
+    fn any(list: &[tep::Filter], rec: &mut tep::Record<'_>) -> bool {
+        list.iter()
+            .any(|f| matches!(f.test(rec), FilterResult::NoFilter | FilterResult::Match))
     }
 }
 
@@ -276,23 +250,7 @@ fn print_version(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
 /// `-N` and `-L`.
 fn plugin_flags(args: &ReportOptions) -> Result<std::ffi::c_int> {
     for (name, value) in &args.plugin_options {
-        let n = std::ffi::CString::new(name.as_str()).context("plugin option contains NUL")?;
-        let v = value
-            .as_deref()
-            .map(std::ffi::CString::new)
-            .transpose()
-            .context("plugin option contains NUL")?;
-        // SAFETY: both strings are NUL-terminated and outlive the call;
-        // libtraceevent copies them.
-        let r = unsafe {
-            tep::tep_plugin_add_option(
-                n.as_ptr(),
-                v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()),
-            )
-        };
-        if r < 0 {
-            bail!("cannot set plugin option {name}");
-        }
+        tep::plugin_add_option(name, value.as_deref())?;
     }
     Ok(match args.plugins {
         Plugins::All => 0,
@@ -548,9 +506,8 @@ pub fn report_files(
             args.test_filters && !(args.filters.is_empty() && args.neg_filters.is_empty());
         if testing {
             out.flush()?;
-            // SAFETY: the handle is valid; the flag only makes filter
-            // parsing print what it parsed.
-            unsafe { tep::tep_set_test_filters(printer.tep.as_ptr(), 1) };
+            // The flag only makes filter parsing print what it parsed.
+            printer.tep_mut().set_test_filters(true);
         }
         let filters = Filters::new(&printer, args)?;
         if testing {

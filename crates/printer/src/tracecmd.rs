@@ -7,14 +7,12 @@
 
 use anyhow::Result;
 use ustack_tracedata::{Record, TraceFile};
-use ustack_traceevent_sys as tep;
+use ustack_traceevent as tep;
 
 /// libtraceevent set up from a trace file, the way trace-cmd sets it up.
 pub struct Printer<'f> {
-    pub(crate) tep: tep::Tep,
+    pub(crate) tep: tep::FileTep,
     file: &'f TraceFile,
-    /// Per event id: its format was handed to libtraceevent (or tried).
-    registered: Vec<bool>,
     seq: tep::TraceSeq,
     /// Divisor and precision of the time column; `None` when the clock does
     /// not count nanoseconds (then libtraceevent prints `%12d`).
@@ -40,10 +38,8 @@ impl<'f> Printer<'f> {
     /// or cmdlines are.
     ///
     /// Event formats are handed to libtraceevent when their id first shows
-    /// up ([`Printer::format`]), or all at once by [`Printer::register_all`]:
-    /// printing an event only depends on its own format, and a file holds
-    /// the formats of every event of the system, of which a trace uses a
-    /// few.
+    /// up ([`Printer::format`]), or all at once by [`Printer::register_all`]
+    /// (see [`tep::FileTep`]).
     pub fn new(file: &'f TraceFile) -> Result<Printer<'f>> {
         Printer::with_plugin_flags(file, 0)
     }
@@ -54,14 +50,13 @@ impl<'f> Printer<'f> {
         file: &'f TraceFile,
         plugin_flags: std::ffi::c_int,
     ) -> Result<Printer<'f>> {
-        let (t, rejected) = ustack_stitch::printfmt::load_tep_without_formats(file, plugin_flags)?;
+        let (t, rejected) = tep::FileTep::with_flags(file, plugin_flags)?;
         if let Some(e) = rejected.into_iter().next() {
             return Err(e.into());
         }
-        let mut p = Printer {
+        Ok(Printer {
             tep: t,
             file,
-            registered: vec![false; 1 << 16],
             seq: tep::TraceSeq::new(),
             time: file.clock_counts_ns().then_some((1000, 6)),
             line: Vec::with_capacity(256),
@@ -69,37 +64,14 @@ impl<'f> Printer<'f> {
             info: tep::Print::Info,
             ts_diff: None,
             ts_diff_usecs: false,
-        };
-        // libtraceevent finds the common fields (type, pid, flags) in the
-        // first event it knows: have one before any record is printed, even
-        // one of an id the file has no format for.
-        if let Some(id) = file.formats().ids().next() {
-            p.register(id);
-        }
-        Ok(p)
-    }
-
-    /// Hands the format of event `id` to libtraceevent unless done already.
-    /// One it cannot parse or refuses is skipped, as by [`tep::Tep::load`]:
-    /// its events print without their info.
-    fn register(&mut self, id: u16) {
-        let done = &mut self.registered[id as usize];
-        if !*done {
-            *done = true;
-            if let Some((system, text)) = self.file.formats().text_by_id(id) {
-                let _ = self.tep.parse_event(text, system);
-            }
-        }
+        })
     }
 
     /// Hands every format not handed yet to libtraceevent, in file order
     /// (what trace-cmd does at open): needed before -F filters, which look
     /// events up by name.
     pub fn register_all(&mut self) {
-        let file = self.file;
-        for id in file.formats().ids() {
-            self.register(id);
-        }
+        self.tep.register_all(self.file.formats());
     }
 
     /// Uses trace-cmd's latency format (`trace-cmd report -l`).
@@ -153,12 +125,12 @@ impl<'f> Printer<'f> {
 
     /// The libtraceevent handle, to change plugins or event flags.
     pub fn tep_mut(&mut self) -> &mut tep::Tep {
-        &mut self.tep
+        self.tep.tep_mut()
     }
 
     /// Prints nanosecond timestamps (`trace-cmd report -t`).
     pub fn set_nsec(&mut self) {
-        self.tep.set_flag(tep::TEP_NSEC_OUTPUT);
+        self.tep.tep_mut().set_nsec_output();
         if self.time.is_some() {
             self.time = Some((1, 9));
         }
@@ -179,7 +151,7 @@ impl<'f> Printer<'f> {
     ) -> &[u8] {
         use std::io::Write as _;
         if let Some(id) = r.common_type() {
-            self.register(id);
+            self.tep.register(self.file.formats(), id);
         }
         let line = &mut self.line;
         line.clear();
@@ -196,14 +168,18 @@ impl<'f> Printer<'f> {
         if self.latency {
             self.seq.reset();
             self.tep
+                .tep()
                 .print(&mut self.seq, &mut rec, tep::Print::LatencyHead);
-            self.tep.print(&mut self.seq, &mut rec, tep::Print::Latency);
+            self.tep
+                .tep()
+                .print(&mut self.seq, &mut rec, tep::Print::Latency);
             self.line.extend_from_slice(self.seq.as_bytes());
             return self.finish_line(&mut rec, name);
         }
         let pid = r.common_pid().unwrap_or(0);
         let comm = self
             .tep
+            .tep()
             .comm_of_pid(pid)
             .map_or(&b"<...>"[..], |c| c.to_bytes());
         for _ in comm.len()..16 {
@@ -235,7 +211,7 @@ impl<'f> Printer<'f> {
             }
             None => {
                 self.seq.reset();
-                self.tep.print(&mut self.seq, rec, tep::Print::Time);
+                self.tep.tep().print(&mut self.seq, rec, tep::Print::Time);
                 line.extend_from_slice(self.seq.as_bytes());
             }
         }
@@ -274,7 +250,7 @@ impl<'f> Printer<'f> {
             line.push(b' ');
         }
         self.seq.reset();
-        self.tep.print(&mut self.seq, rec, self.info);
+        self.tep.tep().print(&mut self.seq, rec, self.info);
         line.extend_from_slice(self.seq.as_bytes());
         if line.last() == Some(&b'\n') {
             line.pop();
@@ -411,7 +387,10 @@ mod tests {
         let mut eager = Printer::new(&file).unwrap();
         eager.register_all();
         assert_eq!(
-            eager.registered.iter().filter(|&&r| r).count(),
+            file.formats()
+                .ids()
+                .filter(|&id| eager.tep.is_registered(id))
+                .count(),
             file.formats().len()
         );
         for r in &recs {
@@ -430,7 +409,7 @@ mod tests {
         want.sort_unstable();
         want.dedup();
         let got: Vec<u16> = (0..=u16::MAX)
-            .filter(|&id| lazy.registered[id as usize])
+            .filter(|&id| lazy.tep.is_registered(id))
             .collect();
         assert_eq!(got, want);
         assert!(got.len() < file.formats().len(), "{got:?}");
@@ -461,19 +440,13 @@ print fmt: \"x\"\n";
             1_234_567_890_123,
             123_456_789_012_345_678,
         ] {
-            for (fmt, div, prec) in [(c"%6.1000d", 1000, 6), (c"%9.1d", 1, 9)] {
+            for (fmt, div, prec) in [
+                (tep::Print::TimeUsecs, 1000, 6),
+                (tep::Print::TimeNsecs, 1, 9),
+            ] {
                 let mut rec = tep::Record::new(&data, ts, 0);
                 seq.reset();
-                // SAFETY: valid handle, seq and record; TIME selector for %d.
-                unsafe {
-                    tep::tep_print_event(
-                        t.as_ptr(),
-                        seq.as_mut_ptr(),
-                        rec.as_mut_ptr(),
-                        fmt.as_ptr(),
-                        tep::TEP_PRINT_TIME,
-                    )
-                };
+                t.print(&mut seq, &mut rec, fmt);
                 let mut ours = Vec::new();
                 format_time(&mut ours, ts, div, prec);
                 assert_eq!(

@@ -120,11 +120,11 @@ mod tests {
             opt(option::OFFSET, "+7"),
             opt(option::OFFSET, "junk"),
         ];
-        assert_eq!(ts_offset(&o), 16_000 - 5 + 7);
-        assert_eq!(ts_offset(&[opt(option::OFFSET, "-9223372036854775808")]), 0);
-        assert_eq!(
-            ts_offset(&[opt(option::DATE, "9223372036854775807")]),
-            -1000
-        );
+        assert_eq!(ts_offset(&o, true), 16_000 - 5 + 7);
+        assert_eq!(ts_offset(&o, false), -5 + 7);
+        let min = [opt(option::OFFSET, "-9223372036854775808")];
+        assert_eq!(ts_offset(&min, true), 0);
+        let max = [opt(option::DATE, "9223372036854775807")];
+        assert_eq!(ts_offset(&max, true), -1000);
     }
 }

@@ -1,0 +1,377 @@
+//! The screen of event formats before libtraceevent sees them.
+//!
+//! libtraceevent 1.7 trusts the formats of a file: some bytes crash its
+//! parser, and some print fmts crash or hang it for every record printed
+//! (division by zero, 100,000 nested parentheses, `__print_array` over 4 GB,
+//! a `%1073741824d` width). The checks here work on the fields and print fmt
+//! that tracedata parsed ([`EventFormat`]) and are conservative: a format a
+//! real kernel writes passes (the `host_formats` test runs every format of
+//! the host), anything else that could hurt is refused, and the caller
+//! hands libtraceevent the format without its print fmt.
+
+use ustack_tracedata::format::FormatLines;
+use ustack_tracedata::{EventFormat, Field};
+
+/// Deepest nesting of `(`, `[` and `{` in a print fmt. The kernel's own
+/// formats stay below 20; libtraceevent recurses once per level.
+pub const MAX_NESTING: usize = 200;
+/// Largest width or precision of a conversion in a print fmt's strings.
+pub const MAX_WIDTH: u64 = 4096;
+/// Largest constant byte count of a `__print_array`, `__print_hex` or
+/// `__print_hex_str`: no record is larger than a ring-buffer page.
+pub const MAX_PRINT_BYTES: u64 = 1 << 16;
+
+/// Why a format is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// A byte other than printable ASCII, tab and newline: libtraceevent's
+    /// parser crashes on some (e.g. in an array size, as in
+    /// `char comm[\xe96]`), and the kernel writes no other bytes. The format
+    /// is not given to libtraceevent at all.
+    NotText,
+    /// Its print fmt could crash or hang libtraceevent; why.
+    PrintFmt(String),
+}
+
+/// Screens the event format file `text`.
+pub fn check(text: &[u8]) -> Result<(), Refusal> {
+    if !text
+        .iter()
+        .all(|&b| b == b'\t' || b == b'\n' || (b' '..=b'~').contains(&b))
+    {
+        return Err(Refusal::NotText);
+    }
+    let text = std::str::from_utf8(text).map_err(|_| Refusal::NotText)?;
+    // Fields tracedata cannot parse are not known to the checks either: a
+    // sizeof() of them counts as a non-constant.
+    let parsed = EventFormat::parse("", text);
+    let (print_fmt, fields) = match &parsed {
+        Ok(f) => (f.print_fmt.as_str(), &f.fields[..]),
+        Err(_) => (
+            FormatLines::new(text)
+                .print_fmt()
+                .and_then(|l| l.strip_prefix("print fmt:"))
+                .unwrap_or("")
+                .trim(),
+            &[][..],
+        ),
+    };
+    match print_fmt_refusal(print_fmt, fields) {
+        Some(why) => Err(Refusal::PrintFmt(why)),
+        None => Ok(()),
+    }
+}
+
+/// Why the print fmt `print_fmt` (the text after `print fmt:`) of an event
+/// with `fields` could crash or hang libtraceevent, or `None`.
+pub fn check_format(f: &EventFormat) -> Option<String> {
+    print_fmt_refusal(&f.print_fmt, &f.fields)
+}
+
+fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
+    let toks = tokenize(print_fmt);
+    nesting(&toks)
+        .or_else(|| widths(print_fmt))
+        .or_else(|| print_counts(&toks))
+        .or_else(|| {
+            let fmt_start = print_fmt.find('"')?;
+            let args = &print_fmt[literal_end(print_fmt.as_bytes(), fmt_start)..];
+            unsafe_division(&tokenize(args), fields)
+        })
+}
+
+/// The `name:` of an event format, or `?`.
+pub fn event_name(format: &[u8]) -> String {
+    String::from_utf8_lossy(format)
+        .lines()
+        .find_map(|l| l.strip_prefix("name:"))
+        .map_or_else(|| "?".into(), |n| n.trim().to_string())
+}
+
+/// `format` with everything from `print fmt:` on replaced by a print fmt
+/// libtraceevent cannot parse, so that nothing of it is evaluated: it keeps
+/// the event and its fields and prints its records as
+/// `[FAILED TO PARSE] field=value ...`.
+pub fn without_print_fmt(format: &[u8]) -> Vec<u8> {
+    const PRINT_FMT: &[u8] = b"print fmt:";
+    let cut = format
+        .windows(PRINT_FMT.len())
+        .position(|w| w == PRINT_FMT)
+        .unwrap_or(format.len());
+    [&format[..cut], b"print fmt: refused\n"].concat()
+}
+
+/// A token of a print fmt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tok<'a> {
+    /// A string or char literal (its text does not matter here).
+    Literal,
+    /// A number as written, suffixes included (`1000`, `0x10`, `1000L`).
+    Number(&'a str),
+    /// An identifier or keyword.
+    Ident(&'a str),
+    /// Any other byte (operators and punctuation, one byte each).
+    Punct(u8),
+}
+
+/// The end of the string or char literal that starts at `s[start]` (the
+/// index after its closing quote, or `s.len()` if it is not closed).
+fn literal_end(s: &[u8], start: usize) -> usize {
+    let quote = s[start];
+    let mut i = start + 1;
+    while i < s.len() {
+        match s[i] {
+            b'\\' => i += 2,
+            c if c == quote => return i + 1,
+            _ => i += 1,
+        }
+    }
+    s.len()
+}
+
+/// Splits C expression text into tokens, keeping the contents of string
+/// and char literals (`"%d%%"`, `'/'`) out of the operators.
+fn tokenize(text: &str) -> Vec<Tok<'_>> {
+    let s = text.as_bytes();
+    let word = |i: usize| {
+        s[i..]
+            .iter()
+            .position(|&c| !(c.is_ascii_alphanumeric() || c == b'_'))
+            .map_or(s.len(), |n| i + n)
+    };
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < s.len() {
+        let c = s[i];
+        if c.is_ascii_whitespace() {
+            i += 1;
+        } else if c == b'"' || c == b'\'' {
+            i = literal_end(s, i);
+            out.push(Tok::Literal);
+        } else if c.is_ascii_digit() {
+            let e = word(i);
+            out.push(Tok::Number(&text[i..e]));
+            i = e;
+        } else if c.is_ascii_alphabetic() || c == b'_' {
+            let e = word(i);
+            out.push(Tok::Ident(&text[i..e]));
+            i = e;
+        } else {
+            out.push(Tok::Punct(c));
+            i += 1;
+        }
+    }
+    out
+}
+
+/// The value of a C integer constant (`1000`, `0x3e8`, `01750`, with `u`/`l`
+/// suffixes), or `None` if `n` is not one.
+fn int_constant(n: &str) -> Option<u64> {
+    let digits = n.trim_end_matches(['u', 'U', 'l', 'L']);
+    if let Some(h) = digits
+        .strip_prefix("0x")
+        .or_else(|| digits.strip_prefix("0X"))
+    {
+        u64::from_str_radix(h, 16).ok()
+    } else if digits.len() > 1 && digits.starts_with('0') {
+        u64::from_str_radix(&digits[1..], 8).ok()
+    } else {
+        digits.parse().ok()
+    }
+}
+
+/// Nesting deeper than [`MAX_NESTING`].
+fn nesting(toks: &[Tok<'_>]) -> Option<String> {
+    let mut depth = 0usize;
+    for t in toks {
+        match t {
+            Tok::Punct(b'(' | b'[' | b'{') => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some(format!("nested deeper than {MAX_NESTING} levels"));
+                }
+            }
+            Tok::Punct(b')' | b']' | b'}') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A width or precision above [`MAX_WIDTH`] in any string of the print fmt
+/// (libtraceevent pads with one call per character).
+fn widths(print_fmt: &str) -> Option<String> {
+    let s = print_fmt.as_bytes();
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] != b'"' {
+            i += 1;
+            continue;
+        }
+        let end = literal_end(s, i);
+        let lit = &s[i + 1..end.saturating_sub(1).max(i + 1)];
+        let mut j = 0;
+        while j < lit.len() {
+            if lit[j] != b'%' {
+                j += 1;
+                continue;
+            }
+            j += 1;
+            if lit.get(j) == Some(&b'%') {
+                j += 1;
+                continue;
+            }
+            while j < lit.len() && b"-+ #0'".contains(&lit[j]) {
+                j += 1;
+            }
+            for _ in 0..2 {
+                let start = j;
+                while j < lit.len() && lit[j].is_ascii_digit() {
+                    j += 1;
+                }
+                let n = std::str::from_utf8(&lit[start..j]).unwrap_or("");
+                if !n.is_empty() && n.parse::<u64>().map_or(true, |v| v > MAX_WIDTH) {
+                    return Some(format!("a width or precision of {n}"));
+                }
+                if lit.get(j) == Some(&b'.') {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+        }
+        i = end;
+    }
+    None
+}
+
+/// The top-level comma-separated arguments of the call whose `(` is at
+/// `toks[open]`.
+fn call_args<'t, 'a>(toks: &'t [Tok<'a>], open: usize) -> Vec<&'t [Tok<'a>]> {
+    let mut args = Vec::new();
+    let mut depth = 0usize;
+    let mut start = open + 1;
+    for (i, t) in toks.iter().enumerate().skip(open) {
+        match t {
+            Tok::Punct(b'(' | b'[' | b'{') => depth += 1,
+            Tok::Punct(b')' | b']' | b'}') => {
+                depth -= 1;
+                if depth == 0 {
+                    args.push(&toks[start..i]);
+                    return args;
+                }
+            }
+            Tok::Punct(b',') if depth == 1 => {
+                args.push(&toks[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    args.push(&toks[start..]);
+    args
+}
+
+/// A constant byte count of `__print_array(a, count, size)`,
+/// `__print_hex(a, len)` or `__print_hex_str(a, len)` above
+/// [`MAX_PRINT_BYTES`] (libtraceevent reads that many bytes of the record).
+fn print_counts(toks: &[Tok<'_>]) -> Option<String> {
+    let constant = |arg: &[Tok<'_>]| match arg {
+        [Tok::Number(n)] => int_constant(n),
+        _ => None,
+    };
+    for (i, t) in toks.iter().enumerate() {
+        let Tok::Ident(name @ ("__print_array" | "__print_hex" | "__print_hex_str")) = *t else {
+            continue;
+        };
+        if toks.get(i + 1) != Some(&Tok::Punct(b'(')) {
+            continue;
+        }
+        let args = call_args(toks, i + 1);
+        let bytes = if name == "__print_array" {
+            let count = args.get(1).and_then(|a| constant(a));
+            let size = args.get(2).and_then(|a| constant(a));
+            match (count, size) {
+                (Some(c), Some(s)) => Some(c.saturating_mul(s)),
+                (Some(c), None) => Some(c),
+                _ => None,
+            }
+        } else {
+            args.get(1).and_then(|a| constant(a))
+        };
+        if let Some(b) = bytes.filter(|&b| b > MAX_PRINT_BYTES) {
+            return Some(format!("{name} of {b} bytes"));
+        }
+    }
+    None
+}
+
+/// Why the argument tokens `toks` could make libtraceevent divide by zero.
+///
+/// libtraceevent 1.7 evaluates `/` and `%` of the arguments for every
+/// record and does not check the divisor, so a divisor of 0 kills the
+/// process with SIGFPE. A divisor must be a non-zero integer constant
+/// (`% 1000`, `/ 1000L`) or a `sizeof(...)` (of a type, or of a `REC->field`
+/// whose declared size is not 0). Everything else, e.g. `/ REC->count` or
+/// the `% C->id` of a corrupt `R%C->id`, is reported.
+fn unsafe_division(toks: &[Tok<'_>], fields: &[Field]) -> Option<String> {
+    for (i, t) in toks.iter().enumerate() {
+        let op = match *t {
+            Tok::Punct(c @ (b'/' | b'%')) => c as char,
+            _ => continue,
+        };
+        let shown = |n: usize| {
+            toks[i + 1..]
+                .iter()
+                .take(n)
+                .map(|t| match t {
+                    Tok::Literal => "\"...\"".to_string(),
+                    Tok::Number(s) | Tok::Ident(s) => s.to_string(),
+                    Tok::Punct(c) => (*c as char).to_string(),
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        match toks.get(i + 1) {
+            Some(Tok::Number(n)) => match int_constant(n) {
+                None => return Some(format!("'{op}' by {n}, not an integer constant")),
+                Some(0) => return Some(format!("'{op}' by 0")),
+                Some(_) => {
+                    // A postfix operator would make the constant only a part
+                    // of the divisor (`4[p]`, `4(x)`).
+                    if let Some(Tok::Punct(b'[' | b'(' | b'.')) = toks.get(i + 2) {
+                        return Some(format!("'{op}' by '{}'", shown(2)));
+                    }
+                }
+            },
+            Some(Tok::Ident("sizeof")) => {
+                if toks.get(i + 2) != Some(&Tok::Punct(b'(')) {
+                    return Some(format!("'{op}' by '{}'", shown(2)));
+                }
+                let close = toks[i + 3..]
+                    .iter()
+                    .position(|t| *t == Tok::Punct(b')'))
+                    .map(|n| i + 3 + n);
+                let Some(close) = close else {
+                    return Some(format!("'{op}' by an unclosed sizeof"));
+                };
+                // sizeof(REC->field) is the field's declared size.
+                if let [Tok::Ident("REC"), Tok::Punct(b'-'), Tok::Punct(b'>'), Tok::Ident(f)] =
+                    toks[i + 3..close]
+                {
+                    let size = fields.iter().find(|x| x.name == f).map(|x| x.size);
+                    if !matches!(size, Some(s) if s > 0) {
+                        return Some(format!(
+                            "'{op}' by sizeof(REC->{f}), of no field of non-zero size"
+                        ));
+                    }
+                }
+            }
+            _ => return Some(format!("'{op}' by '{}', not a constant", shown(3))),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests;

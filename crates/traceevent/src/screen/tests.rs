@@ -1,0 +1,155 @@
+use super::*;
+use crate::tep::tests::{event, format, info, tep_with};
+use crate::{Tep, TepError};
+
+fn verdict(print: &str) -> Result<(), TepError> {
+    let mut tep = Tep::new(8, 4096).unwrap();
+    tep.parse_event(format("ev", 42, print).as_bytes(), "test")
+}
+
+fn refused(print: &str, why: &str) {
+    assert_eq!(
+        verdict(print),
+        Err(TepError(format!(
+            "an event format of test (ev) is refused: {why}"
+        ))),
+        "{print}"
+    );
+}
+
+/// A refused event still prints, as its fields: the library lives.
+fn prints_raw(print: &str) {
+    let tep = tep_with(&[format("hostile", 44, print)]);
+    assert_eq!(info(&tep, &event(44, 1, 9)), "[FAILED TO PARSE] value=9");
+    assert_eq!(info(&tep, &event(42, 1, 9)), "value=9");
+}
+
+#[test]
+fn division_by_a_field_is_refused() {
+    refused(
+        r#""q=%u", REC->value / REC->common_pid"#,
+        "'/' by 'REC - >', not a constant",
+    );
+    refused(
+        r#""r=%u", REC->value % REC->common_pid"#,
+        "'%' by 'REC - >', not a constant",
+    );
+    // The corruption that was found: REC->id mangled into R%C->id.
+    refused(r#""id=%u", R%C->value"#, "'%' by 'C - >', not a constant");
+    refused(
+        r#""s=%s", __print_symbolic(REC->value / (REC->common_pid), { 0, "zero" })"#,
+        "'/' by '( REC -', not a constant",
+    );
+    prints_raw(r#""q=%u", REC->value / REC->common_pid"#);
+}
+
+#[test]
+fn division_by_constants_and_sizeof_is_accepted() {
+    for ok in [
+        r#""ms=%u", REC->value % 1000"#,
+        r#""ms=%u", REC->value / 1000L"#,
+        r#""n=%u", REC->value / sizeof(u64)"#,
+        r#""n=%u", REC->value / sizeof(unsigned int)"#,
+        r#""n=%u", REC->value / sizeof(REC->common_pid)"#,
+        r#""h=%u", REC->value % 0x10"#,
+        r#""%d%%", REC->value"#,
+        r#""%d%% \"/%s\" %%", REC->value, "/ %""#,
+        r#""%c %c", '%', '/'"#,
+        r#""%d" " %%/", REC->value"#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn division_by_zero_constants_and_unknown_fields_is_refused() {
+    refused(r#""q=%u", REC->value / 0"#, "'/' by 0");
+    refused(r#""q=%u", REC->value % 0x0UL"#, "'%' by 0");
+    refused(
+        r#""q=%u", REC->value / sizeof(REC->nothing)"#,
+        "'/' by sizeof(REC->nothing), of no field of non-zero size",
+    );
+    refused(r#""q=%u", REC->value / 4[REC->value]"#, "'/' by '4 ['");
+    refused(
+        r#""q=%u", REC->value / 10e"#,
+        "'/' by 10e, not an integer constant",
+    );
+}
+
+#[test]
+fn deep_nesting_is_refused() {
+    // 100,000 parentheses overflow libtraceevent's stack (SIGABRT).
+    let deep = format!(
+        r#""%d", {}REC->value{}"#,
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
+    refused(&deep, "nested deeper than 200 levels");
+    prints_raw(&deep);
+    let ok = format!(r#""%d", {}REC->value{}"#, "(".repeat(50), ")".repeat(50));
+    assert_eq!(verdict(&ok), Ok(()));
+}
+
+#[test]
+fn huge_print_counts_are_refused() {
+    // SIGSEGV in libtraceevent 1.7.
+    let arr = r#""%s", __print_array(__get_dynamic_array(value), 4294967295, 8)"#;
+    refused(arr, "__print_array of 34359738360 bytes");
+    prints_raw(arr);
+    let hex = r#""%s", __print_hex(__get_dynamic_array(value), 2147483647)"#;
+    refused(hex, "__print_hex of 2147483647 bytes");
+    prints_raw(hex);
+    refused(
+        r#""%s", __print_hex_str(REC->value, 0x20000)"#,
+        "__print_hex_str of 131072 bytes",
+    );
+    assert_eq!(
+        verdict(r#""%s", __print_array(__get_dynamic_array(value), 4, 8)"#),
+        Ok(())
+    );
+    assert_eq!(
+        verdict(r#""%s", __print_hex(REC->value, REC->common_pid)"#),
+        Ok(())
+    );
+}
+
+#[test]
+fn huge_widths_are_refused() {
+    // libtraceevent spins padding this width.
+    refused(
+        r#""%1073741824d", REC->value"#,
+        "a width or precision of 1073741824",
+    );
+    prints_raw(r#""%1073741824d", REC->value"#);
+    refused(r#""x=%-8.99999s", "y""#, "a width or precision of 99999");
+    refused(
+        r#""%099999999999999999999d", REC->value"#,
+        "a width or precision of 99999999999999999999",
+    );
+    for ok in [
+        r#""%-16s %08lx %.*s %%1073741824d", "a", 1, 2, "b""#,
+        r#""%4096d", 1"#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn screens_work_on_parsed_formats() {
+    let f = EventFormat::parse("test", &format("ev", 42, r#""%d", REC->value / 0"#)).unwrap();
+    assert_eq!(check_format(&f), Some("'/' by 0".into()));
+    assert_eq!(check(b"name: x\nID: 1\n\x01"), Err(Refusal::NotText));
+    // A field line tracedata cannot parse: the print fmt is still screened.
+    let bad = format("ev", 42, r#""%d", REC->value / sizeof(REC->value)"#)
+        .replace("offset:8;", "offset:x;");
+    assert_eq!(
+        check(bad.as_bytes()),
+        Err(Refusal::PrintFmt(
+            "'/' by sizeof(REC->value), of no field of non-zero size".into()
+        ))
+    );
+    assert_eq!(
+        without_print_fmt(b"name: a\nprint fmt: \"%d\", 1\n"),
+        b"name: a\nprint fmt: refused\n"
+    );
+}
