@@ -14,6 +14,7 @@
 //! - [`reader`] opens trace.dat files (v6 and v7, uncompressed, zlib or zstd)
 //!   and merges the per-CPU streams by timestamp;
 //! - [`writer`] and [`compress`] write trace.dat files;
+//! - [`limits`] bounds what a file may make the reader allocate;
 //! - [`error`] is the one error type of the crate.
 //!
 //! Reading a file:
@@ -46,6 +47,7 @@ pub mod dat;
 pub mod error;
 pub mod format;
 pub mod header;
+pub mod limits;
 pub mod page;
 pub mod procmaps;
 pub mod reader;

@@ -29,6 +29,7 @@ use crate::dat::{self, option};
 use crate::error::{Error, Result};
 use crate::format::EventFormat;
 use crate::header::{HeaderEvent, HeaderPage};
+use crate::limits::{self, Budget};
 use crate::record::Record;
 use crate::stats::BufferStats;
 
@@ -126,6 +127,9 @@ pub struct Formats {
     /// so a table beats hashing on the per-event path).
     by_id: Vec<u32>,
     long_size: usize,
+    /// The formats without a usable `name:` or `ID:` line, left out:
+    /// (index into `event_texts` or `None` for ftrace, index of the text).
+    unusable: Vec<(Option<u32>, u32)>,
 }
 
 /// One format: what open reads, and the full parse once done.
@@ -141,8 +145,11 @@ struct Slot {
 }
 
 impl Formats {
-    /// Reads the name and id of every format (errors on a missing or bad
-    /// `name:`/`ID:` line, like a full parse would) and keeps the texts.
+    /// Reads the name and id of every format and keeps the texts. A format
+    /// without a usable `name:` or `ID:` line is left out (its events, if
+    /// any, are unknown), as trace-cmd skips the formats it cannot parse:
+    /// one corrupt format of an event absent from the data must not make
+    /// the file unreadable. [`Formats::check`] reports it.
     fn new(
         ftrace_texts: Vec<Vec<u8>>,
         event_texts: Vec<(String, Vec<Vec<u8>>)>,
@@ -155,7 +162,14 @@ impl Formats {
         };
         let mut list = Vec::new();
         for (i, t) in ftrace_texts.iter().enumerate() {
-            let (name, id) = crate::format::name_and_id("ftrace", &String::from_utf8_lossy(t))?;
+            let (name, id) = match crate::format::name_and_id("ftrace", &String::from_utf8_lossy(t))
+            {
+                Ok(v) => v,
+                Err(_) => {
+                    f.unusable.push((None, i as u32));
+                    continue;
+                }
+            };
             list.push(Slot {
                 id,
                 name,
@@ -166,7 +180,14 @@ impl Formats {
         }
         for (si, (sys, texts)) in event_texts.iter().enumerate() {
             for (i, t) in texts.iter().enumerate() {
-                let (name, id) = crate::format::name_and_id(sys, &String::from_utf8_lossy(t))?;
+                let (name, id) = match crate::format::name_and_id(sys, &String::from_utf8_lossy(t))
+                {
+                    Ok(v) => v,
+                    Err(_) => {
+                        f.unusable.push((Some(si as u32), i as u32));
+                        continue;
+                    }
+                };
                 list.push(Slot {
                     id,
                     name,
@@ -250,6 +271,18 @@ impl Formats {
     /// Parses every format and returns the first error, if any (open only
     /// checks the `name:` and `ID:` lines).
     pub fn check(&self) -> Result<()> {
+        if let Some(&(system, text)) = self.unusable.first() {
+            let s = Slot {
+                id: 0,
+                name: String::new(),
+                system,
+                text,
+                parsed: OnceLock::new(),
+            };
+            let system = self.system(&s);
+            let text = String::from_utf8_lossy(self.text(&s));
+            return crate::format::name_and_id(system, &text).map(|_| ());
+        }
         for s in &self.list {
             if self.get(s).is_none() {
                 return self.parse_slot(s).map(|_| ());
@@ -417,7 +450,9 @@ enum Codec {
     Zstd,
 }
 
-fn decompress(codec: Codec, input: &[u8], usize_: usize) -> Result<Vec<u8>> {
+fn decompress(codec: Codec, input: &[u8], usize_: usize, budget: &Budget) -> Result<Vec<u8>> {
+    limits::check_ratio(input.len(), usize_)?;
+    budget.take(usize_)?;
     if usize_ > MAX_UNCOMPRESSED {
         return Err(Error::corrupt(format!(
             "uncompressed size {usize_} is over the {MAX_UNCOMPRESSED} byte limit"
@@ -644,6 +679,8 @@ impl TraceFile {
         m.cmdlines = parse_u64_blob(c)?;
         c.what = "cpu count";
         *cpu_count = c.u32()?;
+        limits::check_cpus("CPU count", u64::from(*cpu_count))
+            .map_err(|e| e.context("file header"))?;
         let cpus = *cpu_count as usize;
         let mut marker = c.take(10)?;
         let mut buffer_opts = Vec::new();
@@ -725,6 +762,7 @@ impl TraceFile {
         cpu_count: &mut u32,
         buffers: &mut Vec<Buffer>,
     ) -> Result<()> {
+        let budget = Budget::of_machine();
         // Read a section at `off`: returns (id, payload).
         let section = |off: u64, what: &'static str| -> Result<(u16, Vec<u8>)> {
             let mut c = Cur::new(b, 0, what);
@@ -739,7 +777,8 @@ impl TraceFile {
                 let csize = pc.u32()? as usize;
                 let usize_ = pc.u32()? as usize;
                 let data = pc.take(csize)?;
-                let out = decompress(codec, data, usize_).map_err(|e| e.context(what).at(off))?;
+                let out = decompress(codec, data, usize_, &budget)
+                    .map_err(|e| e.context(what).at(off))?;
                 Ok((id, out))
             } else {
                 Ok((id, payload.to_vec()))
@@ -814,16 +853,24 @@ impl TraceFile {
         if let Some(o) = options.iter().find(|o| o.id == option::CPUCOUNT) {
             let mut c = Cur::new(&o.data, 0, "CPUCOUNT option");
             *cpu_count = c.u32()?;
+            limits::check_cpus("CPU count", u64::from(*cpu_count))
+                .map_err(|e| e.context("CPUCOUNT option"))?;
         }
         for data in buffer_opts {
-            buffers.push(Self::parse_v7_buffer(b, codec, &data, page_size)?);
+            buffers.push(Self::parse_v7_buffer(b, codec, &data, page_size, &budget)?);
         }
         // The top buffer first, then instances in file order, like trace-cmd.
         buffers.sort_by_key(|b| !b.name.is_empty());
         Ok(())
     }
 
-    fn parse_v7_buffer(b: &[u8], codec: Codec, data: &[u8], page_size: usize) -> Result<Buffer> {
+    fn parse_v7_buffer(
+        b: &[u8],
+        codec: Codec,
+        data: &[u8],
+        page_size: usize,
+        budget: &Budget,
+    ) -> Result<Buffer> {
         let mut c = Cur::new(data, 0, "BUFFER option");
         let _section = c.u64()?;
         let name = c.cstr()?.to_string();
@@ -845,12 +892,17 @@ impl TraceFile {
             }
         };
         let ctx = |e: Error| e.context(format!("buffer {name:?}"));
+        if !(64..=(1 << 24)).contains(&psize) {
+            return Err(ctx(c.err(format!("page size {psize} is not plausible"))));
+        }
+        limits::check_cpus("CPU count", count as u64).map_err(ctx)?;
         if count > 1 << 16 {
             return Err(ctx(c.err(format!("CPU count {count} is not plausible"))));
         }
         let mut cpus = Vec::with_capacity(count);
         for _ in 0..count {
             let cpu = c.u32().map_err(ctx)?;
+            limits::check_cpus("CPU number + 1", u64::from(cpu) + 1).map_err(ctx)?;
             let off = c.u64().map_err(ctx)?;
             let size = c.u64().map_err(ctx)?;
             let cctx = |e: Error| e.context(format!("buffer {name:?} cpu {cpu}"));
@@ -859,7 +911,7 @@ impl TraceFile {
             } else {
                 // trace-cmd's size leaves out the u32 chunk count in front.
                 let r = mapped_range(b, off, size.saturating_add(4)).map_err(cctx)?;
-                DataRef::Owned(decompress_chunks(codec, &b[r], off).map_err(cctx)?)
+                DataRef::Owned(decompress_chunks(codec, &b[r], off, budget).map_err(cctx)?)
             };
             cpus.push(CpuSection {
                 cpu,
@@ -1099,7 +1151,7 @@ fn mapped_range(b: &[u8], off: u64, size: u64) -> Result<Range<usize>> {
 /// output is never zeroed). Each chunk may write at most its header's
 /// `usize` bytes and must write exactly that many, so a bogus header fails
 /// cleanly instead of running over.
-fn decompress_chunks(codec: Codec, b: &[u8], base: u64) -> Result<Vec<u8>> {
+fn decompress_chunks(codec: Codec, b: &[u8], base: u64, budget: &Budget) -> Result<Vec<u8>> {
     let mut c = Cur::new(b, base, "compressed data");
     let count = c.u32()?;
     // (file offset of the chunk header, frame, uncompressed size)
@@ -1117,12 +1169,14 @@ fn decompress_chunks(codec: Codec, b: &[u8], base: u64) -> Result<Vec<u8>> {
             .context(format!("chunk {i}"))
             .at(at));
         }
+        limits::check_ratio(csize, usize_).map_err(|e| e.context(format!("chunk {i}")).at(at))?;
         total += usize_;
         if total > MAX_UNCOMPRESSED * 4 {
             return Err(Error::corrupt("decompressed data too large").at(at));
         }
         chunks.push((at, data, usize_));
     }
+    budget.take(total).map_err(|e| e.at(base))?;
     let mut out = Vec::new();
     out.try_reserve_exact(total)
         .map_err(|_| Error::corrupt(format!("cannot allocate {total} bytes")).at(base))?;
@@ -1263,18 +1317,21 @@ mod tests {
             .collect();
         let all = parts.concat();
         for codec in [Codec::Zstd, Codec::Zlib] {
-            let out = decompress_chunks(codec, &chunks(codec, &parts, 0), 0).unwrap();
+            let out = decompress_chunks(codec, &chunks(codec, &parts, 0), 0, &Budget::new(1 << 30))
+                .unwrap();
             assert_eq!(out, all);
             assert_eq!(out.capacity(), all.len());
             // A header that claims more or less than the frame holds fails.
             for lie in [-1, 1] {
-                let e = decompress_chunks(codec, &chunks(codec, &parts, lie), 0)
-                    .unwrap_err()
-                    .to_string();
+                let e =
+                    decompress_chunks(codec, &chunks(codec, &parts, lie), 0, &Budget::new(1 << 30))
+                        .unwrap_err()
+                        .to_string();
                 assert!(e.contains("chunk 0"), "{e}");
             }
         }
-        let out = decompress_chunks(Codec::Zstd, &0u32.to_le_bytes(), 0).unwrap();
+        let out =
+            decompress_chunks(Codec::Zstd, &0u32.to_le_bytes(), 0, &Budget::new(1 << 30)).unwrap();
         assert!(out.is_empty());
     }
 
@@ -1332,10 +1389,15 @@ mod tests {
         assert_eq!(f.iter().map(|e| e.id).collect::<Vec<_>>(), [1, 300]);
         let e = f.check().unwrap_err().to_string();
         assert!(e.contains("offset"), "{e}");
-        // A bad ID still fails at open.
-        let e = Formats::new(vec![fmt_text("fn", 70000, good)], Vec::new(), 8)
-            .unwrap_err()
-            .to_string();
+        // A bad ID leaves that format out; check says why.
+        let f = Formats::new(
+            vec![fmt_text("fn", 70000, good), fmt_text("ok", 5, good)],
+            Vec::new(),
+            8,
+        )
+        .unwrap();
+        assert_eq!(f.ids().collect::<Vec<_>>(), [5]);
+        let e = f.check().unwrap_err().to_string();
         assert!(e.contains("ID 70000 does not fit in 16 bits"), "{e}");
     }
 }

@@ -747,3 +747,106 @@ fn pages_again() -> Vec<Vec<u8>> {
         })
         .collect()
 }
+
+/// `b` with the first `from` replaced by `to` (same length).
+fn patched(mut b: Vec<u8>, from: &[u8], to: &[u8]) -> Vec<u8> {
+    assert_eq!(from.len(), to.len());
+    let i = b
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("bytes to patch");
+    b[i..i + to.len()].copy_from_slice(to);
+    b
+}
+
+fn le32(v: u32) -> [u8; 4] {
+    v.to_le_bytes()
+}
+
+/// Writes `b` as a fuzz seed when USTACK_WRITE_SEEDS names a directory
+/// (scripts/fuzz.sh seeds), and returns it.
+fn seed(name: &str, b: Vec<u8>) -> Vec<u8> {
+    if let Some(dir) = std::env::var_os("USTACK_WRITE_SEEDS") {
+        std::fs::write(std::path::Path::new(&dir).join(name), &b).unwrap();
+    }
+    b
+}
+
+#[test]
+fn absurd_cpu_counts_are_errors() {
+    // The CPUCOUNT option: id 8, 4 bytes, 2 CPUs.
+    let opt = |n: u32| [&8u16.to_le_bytes()[..], &le32(4), &le32(n)].concat();
+    for n in [0xffff_ffff, 1_000_000] {
+        let b = seed(
+            &format!("cpucount-{n}.dat"),
+            patched(build_v7(Codec::None, ""), &opt(2), &opt(n)),
+        );
+        assert_eq!(
+            open(b).unwrap_err().to_string(),
+            format!(
+                "gen.dat: CPUCOUNT option: corrupt data: CPU count {n} is more than \
+                 the 8192 CPUs Linux supports"
+            )
+        );
+    }
+    // A CPU number of a BUFFER option.
+    let cpu1 = [&le32(1)[..], &(PAGE as u64 * 3).to_le_bytes()].concat();
+    let bad = [&le32(0xffff_fff0)[..], &(PAGE as u64 * 3).to_le_bytes()].concat();
+    let e = open(patched(build_v7(Codec::None, ""), &cpu1, &bad))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("CPU number + 1 4294967281 is more than"), "{e}");
+}
+
+#[test]
+fn absurd_buffer_page_size_is_an_error() {
+    let from = [&b"local\0"[..], &le32(PAGE as u32)].concat();
+    let to = [&b"local\0"[..], &le32(0xffff_ffff)].concat();
+    let b = seed(
+        "buffer-page-size.dat",
+        patched(build_v7(Codec::None, ""), &from, &to),
+    );
+    let e = open(b).unwrap_err().to_string();
+    assert!(
+        e.contains("buffer \"\"") && e.contains("page size 4294967295 is not plausible"),
+        "{e}"
+    );
+}
+
+#[test]
+fn decompression_bombs_are_refused_before_allocating() {
+    // A zstd chunk of one page declaring 1 GiB.
+    let b = build_v7(Codec::Zstd, "");
+    let f = open(b.clone()).unwrap();
+    let off = f.buffers()[0].cpus[0].file_offset as usize;
+    let mut bomb = b.clone();
+    bomb[off + 8..off + 12].copy_from_slice(&le32(1 << 30));
+    let e = open(seed("zstd-bomb.dat", bomb)).unwrap_err().to_string();
+    assert!(
+        e.contains("cpu 0") && e.contains("chunk 0") && e.contains("declare 1073741824 bytes"),
+        "{e}"
+    );
+    // A compressed KALLSYMS section (id 19) declaring 1 GiB.
+    let head = [&19u16.to_le_bytes()[..], &1u16.to_le_bytes(), &le32(0)].concat();
+    let i = b.windows(8).position(|w| w == head).unwrap();
+    let mut big = b;
+    big[i + 20..i + 24].copy_from_slice(&le32(1 << 30));
+    let e = open(seed("kallsyms-bomb.dat", big))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("declare 1073741824 bytes"), "{e}");
+}
+
+#[test]
+fn a_corrupt_format_of_an_absent_event_leaves_the_file_readable() {
+    // The ftrace `print` format (ID 5) has no events in the data.
+    let b = seed(
+        "bad-unused-format.dat",
+        patched(build_v7(Codec::None, ""), b"ID: 5\n", b"ID: x\n"),
+    );
+    let f = open(b).unwrap();
+    assert_eq!(dump(&f, ""), expected());
+    assert!(f.formats().by_name("ftrace", "print").is_none());
+    let e = f.formats().check().unwrap_err().to_string();
+    assert!(e.contains("bad ID \"x\""), "{e}");
+}
