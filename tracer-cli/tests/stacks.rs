@@ -143,7 +143,7 @@ fn missing_file_is_one_line_error() {
     assert_eq!(out, "");
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(
-        err.starts_with("tracer-cli: cannot open /nonexistent/trace.dat"),
+        err.starts_with("tracer-cli: /nonexistent/trace.dat: No such file"),
         "{err}"
     );
 }
@@ -228,4 +228,51 @@ fn symfs_finds_the_files_of_another_machine() {
         "{with}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A page whose commit is larger than the page: every view prints what it
+/// read, then fails with one line, as `report` does.
+#[test]
+fn page_corruption_fails_every_view() {
+    let f = fixture("pagebad.dat");
+    let mut data = std::fs::read(&f).unwrap();
+    let tf = ustack_tracedata::TraceFile::open(&f).unwrap();
+    let c = tf
+        .buffers()
+        .iter()
+        .flat_map(|b| &b.cpus)
+        .find(|c| c.data_size() > 0)
+        .unwrap();
+    let off = c.file_offset as usize;
+    let too_big = (tf.page_size() as u64 * 2).to_le_bytes();
+    data[off + 8..off + 16].copy_from_slice(&too_big);
+    let bad = f.with_file_name("pagebad-corrupt.dat");
+    std::fs::write(&bad, &data).unwrap();
+    for args in [&[][..], &["--stacks"], &["--json"], &["--folded"]] {
+        let (_, err, ok) = report(args, &bad);
+        assert!(!ok, "{args:?} exited 0: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("tracer-cli: ") && err.contains("larger than its data area"),
+            "{args:?}: {err}"
+        );
+        let path = bad.display().to_string();
+        assert!(err.matches(&path).count() <= 1, "{args:?}: {err}");
+    }
+}
+
+/// Error messages name the file once.
+#[test]
+fn messages_do_not_repeat_the_path() {
+    for (what, file) in [
+        ("missing", PathBuf::from("/nonexistent/trace.dat")),
+        ("directory", std::env::temp_dir()),
+    ] {
+        for args in [&[][..], &["--stacks"]] {
+            let (_, err, ok) = report(args, &file);
+            assert!(!ok, "{what}");
+            let path = file.display().to_string();
+            assert_eq!(err.matches(&path).count(), 1, "{what} {args:?}: {err}");
+        }
+    }
 }

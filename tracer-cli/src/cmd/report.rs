@@ -406,7 +406,8 @@ fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
         select.set_time(t)?;
     }
     let path = args.path()?;
-    let f = TraceFile::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
+    // The reader's errors name the file already.
+    let f = TraceFile::open(&path)?;
     let view = View {
         mode,
         nsec: args.nsec,
@@ -419,8 +420,7 @@ fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
             .with_context(|| format!("cannot create {}", path.display()))?;
         let w = stacks::write_file(&f, &view, &mut out)
             .with_context(|| format!("cannot write {}", path.display()))?;
-        warn_cut_short(w);
-        return Ok(());
+        return cut_short(w);
     }
     print_stacks(&f, &view)
 }
@@ -437,16 +437,14 @@ pub fn print_stacks(f: &TraceFile, view: &View) -> Result<()> {
             Err(e.context("cannot write the report"))
         }
         Err(e) => Err(e),
-        Ok(w) => {
-            warn_cut_short(w);
-            Ok(())
-        }
+        Ok(w) => cut_short(w),
     }
 }
 
-/// The data read before an error was shown; say it is partial.
-fn warn_cut_short(w: stacks::Written) {
-    if let Some(e) = w.cut_short {
-        eprintln!("tracer-cli: warning: trace data cut short: {e}");
+/// The data read before an error was shown; fail as the plain report does.
+fn cut_short(w: stacks::Written) -> Result<()> {
+    match w.cut_short {
+        Some(e) => bail!("trace data cut short: {e}"),
+        None => Ok(()),
     }
 }
