@@ -372,7 +372,8 @@ fn open(bytes: Vec<u8>) -> ustack_tracedata::Result<TraceFile> {
 #[test]
 fn v7_all_codecs_read_the_same_events() {
     for codec in [Codec::None, Codec::Zlib, Codec::Zstd] {
-        let f = open(build_v7(codec, "")).unwrap_or_else(|e| panic!("{codec:?}: {e}"));
+        let b = seed(&format!("v7-{codec:?}.dat"), build_v7(codec, ""));
+        let f = open(b).unwrap_or_else(|e| panic!("{codec:?}: {e}"));
         assert_eq!(f.version(), 7);
         assert_eq!(f.cpu_count(), 2);
         assert_eq!(f.page_size(), PAGE);
@@ -399,7 +400,7 @@ fn v6_top_and_instance() {
     assert_eq!(f.version(), 6);
     assert_eq!(f.clock().as_deref(), Some("local"));
     assert_eq!(dump(&f, ""), expected());
-    let f = open(build_v6(Some("inst"))).unwrap();
+    let f = open(seed("v6-instance.dat", build_v6(Some("inst")))).unwrap();
     assert_eq!(f.buffers().len(), 2);
     assert_eq!(dump(&f, ""), Vec::<String>::new());
     assert_eq!(dump(&f, "inst"), expected());
