@@ -9,7 +9,6 @@
 //! the host), anything else that could hurt is refused, and the caller
 //! hands libtraceevent the format without its print fmt.
 
-use ustack_tracedata::format::FormatLines;
 use ustack_tracedata::{EventFormat, Field};
 
 /// Deepest nesting of `(`, `[` and `{` in a print fmt. The kernel's own
@@ -20,6 +19,9 @@ pub const MAX_WIDTH: u64 = 4096;
 /// Largest constant byte count of a `__print_array`, `__print_hex` or
 /// `__print_hex_str`: no record is larger than a ring-buffer page.
 pub const MAX_PRINT_BYTES: u64 = 1 << 16;
+/// Largest end (offset + size) of a field: libtraceevent reads fields at
+/// their declared offsets without checking the record's size.
+pub const MAX_FIELD_END: usize = 1 << 16;
 
 /// Why a format is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +31,11 @@ pub enum Refusal {
     /// `char comm[\xe96]`), and the kernel writes no other bytes. The format
     /// is not given to libtraceevent at all.
     NotText,
+    /// Its fields do not parse, or lie beyond [`MAX_FIELD_END`]: libtraceevent
+    /// would read there for every record (the common fields of the first
+    /// format it gets are read for every event). Not given to libtraceevent
+    /// at all; why.
+    Layout(String),
     /// Its print fmt could crash or hang libtraceevent; why.
     PrintFmt(String),
 }
@@ -42,21 +49,20 @@ pub fn check(text: &[u8]) -> Result<(), Refusal> {
         return Err(Refusal::NotText);
     }
     let text = std::str::from_utf8(text).map_err(|_| Refusal::NotText)?;
-    // Fields tracedata cannot parse are not known to the checks either: a
-    // sizeof() of them counts as a non-constant.
-    let parsed = EventFormat::parse("", text);
-    let (print_fmt, fields) = match &parsed {
-        Ok(f) => (f.print_fmt.as_str(), &f.fields[..]),
-        Err(_) => (
-            FormatLines::new(text)
-                .print_fmt()
-                .and_then(|l| l.strip_prefix("print fmt:"))
-                .unwrap_or("")
-                .trim(),
-            &[][..],
-        ),
-    };
-    match print_fmt_refusal(print_fmt, fields) {
+    let f = EventFormat::parse("", text).map_err(|e| Refusal::Layout(e.to_string()))?;
+    for field in &f.fields {
+        if field
+            .offset
+            .checked_add(field.size)
+            .is_none_or(|end| end > MAX_FIELD_END)
+        {
+            return Err(Refusal::Layout(format!(
+                "field {} at {} of {} bytes lies beyond {MAX_FIELD_END} bytes",
+                field.name, field.offset, field.size
+            )));
+        }
+    }
+    match check_format(&f) {
         Some(why) => Err(Refusal::PrintFmt(why)),
         None => Ok(()),
     }

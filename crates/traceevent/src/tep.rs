@@ -347,7 +347,8 @@ impl Tep {
     /// Parses one event format file of `system`.
     ///
     /// A format [`screen::check`] refuses is not given to libtraceevent as
-    /// it is: one that is not printable ASCII is not given at all, and for
+    /// it is: one that is not printable ASCII or whose fields do not parse
+    /// or lie beyond a page is not given at all, and for
     /// one whose print fmt would crash or hang libtraceevent (division by a
     /// non-constant, 100,000 nested parentheses, a huge `__print_array`
     /// count, a `%1073741824d` width) libtraceevent gets the format without
@@ -360,6 +361,12 @@ impl Tep {
             Err(screen::Refusal::NotText) => {
                 return Err(TepError(format!(
                     "an event format of {system} is not printable ASCII"
+                )))
+            }
+            Err(screen::Refusal::Layout(why)) => {
+                return Err(TepError(format!(
+                    "an event format of {system} ({}) is refused: {why}",
+                    screen::event_name(text)
                 )))
             }
             Err(screen::Refusal::PrintFmt(why)) => Some(TepError(format!(

@@ -139,17 +139,38 @@ fn screens_work_on_parsed_formats() {
     let f = EventFormat::parse("test", &format("ev", 42, r#""%d", REC->value / 0"#)).unwrap();
     assert_eq!(check_format(&f), Some("'/' by 0".into()));
     assert_eq!(check(b"name: x\nID: 1\n\x01"), Err(Refusal::NotText));
-    // A field line tracedata cannot parse: the print fmt is still screened.
-    let bad = format("ev", 42, r#""%d", REC->value / sizeof(REC->value)"#)
-        .replace("offset:8;", "offset:x;");
-    assert_eq!(
-        check(bad.as_bytes()),
-        Err(Refusal::PrintFmt(
-            "'/' by sizeof(REC->value), of no field of non-zero size".into()
-        ))
-    );
     assert_eq!(
         without_print_fmt(b"name: a\nprint fmt: \"%d\", 1\n"),
         b"name: a\nprint fmt: refused\n"
     );
+}
+
+#[test]
+fn fields_that_do_not_parse_or_lie_far_away_are_refused_whole() {
+    // Found by the fuzzer: libtraceevent reads common_type at its declared
+    // offset in every record (SIGSEGV).
+    let far = format("ev", 42, r#""%d", REC->value"#).replace(
+        "common_type;\toffset:0;",
+        "common_type;\toffset:0333333333333333;",
+    );
+    assert_eq!(
+        check(far.as_bytes()),
+        Err(Refusal::Layout(
+            "field common_type at 333333333333333 of 2 bytes lies beyond 65536 bytes".into()
+        ))
+    );
+    let mut tep = Tep::new(8, 4096).unwrap();
+    assert_eq!(
+        tep.parse_event(far.as_bytes(), "test"),
+        Err(TepError(
+            "an event format of test (ev) is refused: field common_type at \
+             333333333333333 of 2 bytes lies beyond 65536 bytes"
+                .into()
+        ))
+    );
+    let bad = format("ev", 42, r#""%d", REC->value"#).replace("offset:8;", "offset:x;");
+    let Err(Refusal::Layout(why)) = check(bad.as_bytes()) else {
+        panic!("accepted");
+    };
+    assert!(why.contains("bad offset"), "{why}");
 }
