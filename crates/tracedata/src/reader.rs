@@ -1125,7 +1125,13 @@ impl TraceFile {
             .cpus
             .iter()
             .filter(|c| cpus.is_none_or(|l| l.contains(&c.cpu)))
-            .map(|c| CpuStream::new(c.cpu, self.cpu_bytes(c), buffer.page_size, &buffer.name))
+            .map(|c| {
+                let s = CpuStream::new(c.cpu, self.cpu_bytes(c), buffer.page_size, &buffer.name);
+                match (&self.bytes, &c.data) {
+                    (Bytes::Map(m), DataRef::Mapped(r)) => s.release_read_pages(m, r.start),
+                    _ => s,
+                }
+            })
             .collect();
         Records::new(streams, self.header_page)
     }

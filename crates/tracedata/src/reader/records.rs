@@ -21,6 +21,8 @@ fn merge_missed(a: Option<Missed>, b: Missed) -> Missed {
 }
 
 pub(super) struct CpuStream<'a> {
+    /// The mapped file pages of `data`, given back as they are read.
+    behind: Option<Behind<'a>>,
     cpu: u32,
     data: &'a [u8],
     page_size: usize,
@@ -44,6 +46,7 @@ impl<'a> CpuStream<'a> {
     /// The stream of `cpu`'s page `data` of the buffer named `buffer`.
     pub(super) fn new(cpu: u32, data: &'a [u8], page_size: usize, buffer: &str) -> Self {
         CpuStream {
+            behind: None,
             cpu,
             data,
             page_size,
@@ -57,6 +60,17 @@ impl<'a> CpuStream<'a> {
             done: false,
             error_ctx: buffer.to_string(),
         }
+    }
+
+    /// Gives the pages of `data`, which starts at `at` in `map`, back to
+    /// the kernel once read (see [`Behind`]).
+    pub(super) fn release_read_pages(mut self, map: &'a memmap2::Mmap, at: usize) -> Self {
+        self.behind = Some(Behind {
+            map,
+            at,
+            released: 0,
+        });
+        self
     }
 
     /// Makes `peeked` hold the next event, loading pages as needed.
@@ -93,6 +107,9 @@ impl<'a> CpuStream<'a> {
                 }
             }
             let start = self.next_page;
+            if let Some(b) = &mut self.behind {
+                b.release_to(start);
+            }
             if start >= self.data.len() {
                 self.done = true;
                 return Ok(());
@@ -251,5 +268,46 @@ impl<'a> Iterator for Records<'a> {
             }
         }
         Some(Ok(Item::Event(rec)))
+    }
+}
+
+/// Gives the mapped file pages of a CPU's data back to the kernel once the
+/// stream has read past them, so that reading a file keeps about
+/// [`Behind::STEP`] of it per CPU resident instead of all of it (trace-cmd
+/// reads page by page into a buffer it reuses).
+///
+/// The map is a read-only shared file mapping: a page given back is read
+/// again from the page cache on the next access, with the same bytes, so
+/// records still borrowed from it (and later reads through
+/// [`crate::TraceFile::cpu_data`]) stay valid.
+struct Behind<'a> {
+    map: &'a memmap2::Mmap,
+    /// Offset of the CPU's data in the map.
+    at: usize,
+    /// Bytes of the data given back so far.
+    released: usize,
+}
+
+impl Behind<'_> {
+    /// Bytes read between two releases.
+    const STEP: usize = 1 << 20;
+
+    /// Releases the data before `offset` once `STEP` bytes are pending.
+    fn release_to(&mut self, offset: usize) {
+        if offset < self.released + Self::STEP {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a read-only shared file mapping only
+        // drops this process's page table entries: the next access reads
+        // the same file bytes again, so no borrowed slice sees a change.
+        // The range lies within the map (the data was cut from it).
+        let _ = unsafe {
+            self.map.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                self.at + self.released,
+                offset - self.released,
+            )
+        };
+        self.released = offset;
     }
 }
