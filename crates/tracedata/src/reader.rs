@@ -33,10 +33,12 @@ use crate::limits::{self, Budget};
 use crate::record::Record;
 use crate::stats::BufferStats;
 
+mod lazy;
 mod records;
 
-use records::CpuStream;
+use lazy::LazyData;
 pub use records::Records;
+use records::{CpuStream, Source};
 
 /// Largest metadata section or chunk we agree to decompress (1 GiB).
 const MAX_UNCOMPRESSED: usize = 1 << 30;
@@ -76,8 +78,10 @@ pub struct CpuSection {
 
 #[derive(Debug)]
 enum DataRef {
+    /// Uncompressed, this range of the file.
     Mapped(Range<usize>),
-    Owned(Vec<u8>),
+    /// Compressed chunks, decompressed as they are reached.
+    Lazy(LazyData),
 }
 
 impl CpuSection {
@@ -85,7 +89,7 @@ impl CpuSection {
     pub fn data_size(&self) -> usize {
         match &self.data {
             DataRef::Mapped(r) => r.len(),
-            DataRef::Owned(v) => v.len(),
+            DataRef::Lazy(l) => l.len(),
         }
     }
 }
@@ -910,8 +914,7 @@ impl TraceFile {
                 DataRef::Mapped(mapped_range(b, off, size).map_err(cctx)?)
             } else {
                 // trace-cmd's size leaves out the u32 chunk count in front.
-                let r = mapped_range(b, off, size.saturating_add(4)).map_err(cctx)?;
-                DataRef::Owned(decompress_chunks(codec, &b[r], off, budget).map_err(cctx)?)
+                DataRef::Lazy(LazyData::new(codec, b, off, size, budget).map_err(cctx)?)
             };
             cpus.push(CpuSection {
                 cpu,
@@ -1109,7 +1112,7 @@ impl TraceFile {
     fn cpu_bytes<'s>(&'s self, c: &'s CpuSection) -> &'s [u8] {
         match &c.data {
             DataRef::Mapped(r) => &self.bytes[r.clone()],
-            DataRef::Owned(v) => v,
+            DataRef::Lazy(l) => l.all(&self.bytes),
         }
     }
 
@@ -1126,7 +1129,11 @@ impl TraceFile {
             .iter()
             .filter(|c| cpus.is_none_or(|l| l.contains(&c.cpu)))
             .map(|c| {
-                let s = CpuStream::new(c.cpu, self.cpu_bytes(c), buffer.page_size, &buffer.name);
+                let src = match &c.data {
+                    DataRef::Mapped(r) => Source::Slice(&self.bytes[r.clone()]),
+                    DataRef::Lazy(l) => Source::Lazy(l, &self.bytes),
+                };
+                let s = CpuStream::new(c.cpu, src, buffer.page_size, &buffer.name);
                 match (&self.bytes, &c.data) {
                     (Bytes::Map(m), DataRef::Mapped(r)) => s.release_read_pages(m, r.start),
                     _ => s,
@@ -1148,52 +1155,6 @@ fn mapped_range(b: &[u8], off: u64, size: u64) -> Result<Range<usize>> {
     }
 }
 
-/// Decompresses the chunks of one CPU (`u32 count`, then per chunk `u32
-/// csize, u32 usize, frame`) into one buffer.
-///
-/// The chunk headers are read first, so the output is allocated once at its
-/// final size; every chunk is then decompressed straight into its place by
-/// one reused decompressor context (no per-chunk buffer, no copy, and the
-/// output is never zeroed). Each chunk may write at most its header's
-/// `usize` bytes and must write exactly that many, so a bogus header fails
-/// cleanly instead of running over.
-fn decompress_chunks(codec: Codec, b: &[u8], base: u64, budget: &Budget) -> Result<Vec<u8>> {
-    let mut c = Cur::new(b, base, "compressed data");
-    let count = c.u32()?;
-    // (file offset of the chunk header, frame, uncompressed size)
-    let mut chunks = Vec::new();
-    let mut total = 0usize;
-    for i in 0..count {
-        let at = c.base + c.pos as u64;
-        let csize = c.u32()? as usize;
-        let usize_ = c.u32()? as usize;
-        let data = c.take(csize)?;
-        if usize_ > MAX_UNCOMPRESSED {
-            return Err(Error::corrupt(format!(
-                "uncompressed size {usize_} is over the {MAX_UNCOMPRESSED} byte limit"
-            ))
-            .context(format!("chunk {i}"))
-            .at(at));
-        }
-        limits::check_ratio(csize, usize_).map_err(|e| e.context(format!("chunk {i}")).at(at))?;
-        total += usize_;
-        if total > MAX_UNCOMPRESSED * 4 {
-            return Err(Error::corrupt("decompressed data too large").at(at));
-        }
-        chunks.push((at, data, usize_));
-    }
-    budget.take(total).map_err(|e| e.at(base))?;
-    let mut out = Vec::new();
-    out.try_reserve_exact(total)
-        .map_err(|_| Error::corrupt(format!("cannot allocate {total} bytes")).at(base))?;
-    let mut dec = ChunkDecoder::new(codec)?;
-    for (i, (at, data, usize_)) in chunks.into_iter().enumerate() {
-        dec.append(data, usize_, &mut out)
-            .map_err(|e| e.context(format!("chunk {i}")).at(at))?;
-    }
-    Ok(out)
-}
-
 /// One decompressor context, reused for all the chunks of a CPU.
 enum ChunkDecoder {
     Zstd(zstd::bulk::Decompressor<'static>),
@@ -1209,6 +1170,45 @@ impl ChunkDecoder {
                 .map_err(|e| Error::decompress(format!("zstd: {e}"))),
             Codec::Zlib => Ok(ChunkDecoder::Zlib(flate2::Decompress::new(true))),
         }
+    }
+
+    /// Decompresses `input` (one whole frame or zlib stream) into `out`,
+    /// which it must fill exactly.
+    fn fill(&mut self, input: &[u8], out: &mut [u8]) -> Result<()> {
+        let want = out.len();
+        let got = match self {
+            ChunkDecoder::Zstd(d) => d
+                .decompress_to_buffer(input, out)
+                .map_err(|e| Error::decompress(format!("zstd: {e}")))?,
+            ChunkDecoder::Zlib(d) => {
+                d.reset(true);
+                loop {
+                    let before = (d.total_in(), d.total_out());
+                    let (i, o) = (d.total_in() as usize, d.total_out() as usize);
+                    let status = d
+                        .decompress(&input[i..], &mut out[o..], flate2::FlushDecompress::Finish)
+                        .map_err(|e| Error::decompress(format!("zlib: {e}")))?;
+                    match status {
+                        flate2::Status::StreamEnd => break d.total_out() as usize,
+                        _ if (d.total_in(), d.total_out()) == before => {
+                            if d.total_out() as usize == want {
+                                return Err(Error::decompress(format!(
+                                    "more than the {want} bytes the header says"
+                                )));
+                            }
+                            return Err(Error::decompress("zlib: stream ends early"));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        };
+        if got != want {
+            return Err(Error::decompress(format!(
+                "got {got} bytes, header says {want}"
+            )));
+        }
+        Ok(())
     }
 
     /// Decompresses `input` (one whole frame or zlib stream) to the end of
@@ -1317,28 +1317,50 @@ mod tests {
     }
 
     #[test]
-    fn chunks_decompress_into_one_buffer() {
+    fn chunks_decompress_on_demand_into_one_buffer() {
         let parts: Vec<Vec<u8>> = (0..5u32)
             .map(|i| (0..4096 * (i + 1)).map(|j| (j * 7 + i) as u8).collect())
             .collect();
         let all = parts.concat();
+        let lazy =
+            |b: &[u8]| LazyData::new(Codec::Zstd, b, 0, b.len() as u64 - 4, &Budget::new(1 << 30));
         for codec in [Codec::Zstd, Codec::Zlib] {
-            let out = decompress_chunks(codec, &chunks(codec, &parts, 0), 0, &Budget::new(1 << 30))
-                .unwrap();
-            assert_eq!(out, all);
-            assert_eq!(out.capacity(), all.len());
-            // A header that claims more or less than the frame holds fails.
+            let b = chunks(codec, &parts, 0);
+            let l = LazyData::new(codec, &b, 0, b.len() as u64 - 4, &Budget::new(1 << 30)).unwrap();
+            assert_eq!(l.len(), all.len());
+            // Only the chunks up to the asked offset are decoded.
+            assert_eq!(l.upto(&b, 1).unwrap(), &all[..4096]);
+            assert_eq!(l.upto(&b, 4097).unwrap(), &all[..4096 * 3]);
+            assert_eq!(l.upto(&b, usize::MAX).unwrap(), &all[..]);
+            assert_eq!(l.all(&b), &all[..]);
+            // A header that claims more or less than the frame holds fails
+            // when that chunk is reached; the chunks before it stay readable.
             for lie in [-1, 1] {
-                let e =
-                    decompress_chunks(codec, &chunks(codec, &parts, lie), 0, &Budget::new(1 << 30))
-                        .unwrap_err()
-                        .to_string();
-                assert!(e.contains("chunk 0"), "{e}");
+                let mut p = parts.clone();
+                p.rotate_left(1);
+                let b = chunks(codec, &parts[..1], 0);
+                let mut bad = chunks(codec, &p[..1], lie);
+                bad.drain(..4);
+                let b = [&2u32.to_le_bytes()[..], &b[4..], &bad].concat();
+                let l =
+                    LazyData::new(codec, &b, 0, b.len() as u64 - 4, &Budget::new(1 << 30)).unwrap();
+                assert_eq!(l.upto(&b, 10).unwrap(), &parts[0][..]);
+                let e = l.upto(&b, 4097).unwrap_err().to_string();
+                assert!(e.contains("chunk 1"), "{e}");
+                assert_eq!(l.all(&b), &parts[0][..]);
             }
         }
-        let out =
-            decompress_chunks(Codec::Zstd, &0u32.to_le_bytes(), 0, &Budget::new(1 << 30)).unwrap();
-        assert!(out.is_empty());
+        let empty = 0u32.to_le_bytes();
+        assert_eq!(lazy(&empty).unwrap().all(&empty), b"");
+        // The declared sizes are checked at open.
+        let e = lazy(&chunks(Codec::Zstd, &parts, 1 << 20))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("chunk 0") && e.contains("more than 1024 times"),
+            "{e}"
+        );
     }
 
     fn fmt_text(name: &str, id: u32, field: &str) -> Vec<u8> {

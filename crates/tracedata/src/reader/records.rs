@@ -20,11 +20,42 @@ fn merge_missed(a: Option<Missed>, b: Missed) -> Missed {
     }
 }
 
+/// Where a CPU stream's pages come from.
+#[derive(Clone, Copy)]
+pub(in crate::reader) enum Source<'a> {
+    /// Uncompressed data.
+    Slice(&'a [u8]),
+    /// Compressed chunks (and the file they are in), decompressed as the
+    /// stream reaches them.
+    Lazy(&'a LazyData, &'a [u8]),
+}
+
+impl<'a> Source<'a> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Slice(d) => d.len(),
+            Source::Lazy(l, _) => l.len(),
+        }
+    }
+
+    /// The bytes `r` (within `len()`), decompressing up to there.
+    fn get(&self, r: std::ops::Range<usize>) -> Result<&'a [u8]> {
+        match *self {
+            Source::Slice(d) => Ok(&d[r]),
+            Source::Lazy(l, file) => {
+                let d = l.upto(file, r.end)?;
+                d.get(r)
+                    .ok_or_else(|| crate::Error::corrupt("compressed data ends early"))
+            }
+        }
+    }
+}
+
 pub(super) struct CpuStream<'a> {
     /// The mapped file pages of `data`, given back as they are read.
     behind: Option<Behind<'a>>,
     cpu: u32,
-    data: &'a [u8],
+    data: Source<'a>,
     page_size: usize,
     next_page: usize,
     page: Option<PageItems<'a>>,
@@ -44,7 +75,7 @@ pub(super) struct CpuStream<'a> {
 
 impl<'a> CpuStream<'a> {
     /// The stream of `cpu`'s page `data` of the buffer named `buffer`.
-    pub(super) fn new(cpu: u32, data: &'a [u8], page_size: usize, buffer: &str) -> Self {
+    pub(super) fn new(cpu: u32, data: Source<'a>, page_size: usize, buffer: &str) -> Self {
         CpuStream {
             behind: None,
             cpu,
@@ -110,13 +141,18 @@ impl<'a> CpuStream<'a> {
             if let Some(b) = &mut self.behind {
                 b.release_to(start);
             }
-            if start >= self.data.len() {
+            let len = self.data.len();
+            if start >= len {
                 self.done = true;
                 return Ok(());
             }
-            let end = (start + self.page_size).min(self.data.len());
+            let end = (start + self.page_size).min(len);
             self.next_page = start + self.page_size;
-            let page = Page::new(&self.data[start..end], hp).map_err(|e| {
+            let bytes = self.data.get(start..end).map_err(|e| {
+                self.done = true;
+                e.context(self.ctx())
+            })?;
+            let page = Page::new(bytes, hp).map_err(|e| {
                 self.done = true;
                 e.context(format!("page at {start:#x}")).context(self.ctx())
             })?;
