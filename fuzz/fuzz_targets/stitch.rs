@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let idx = file::load(&f, buf);
     let mut texts = view::Texts::generic();
-    let mut sym = ustack_stitch::symbols::Symbolizer::default();
+    let mut sym = ustack_symbolize::Symbolizer::default();
     for g in &idx.stitched.groups {
         let _ = view::detail(
             &idx,
