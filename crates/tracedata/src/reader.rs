@@ -465,7 +465,8 @@ fn decompress(codec: Codec, input: &[u8], usize_: usize, budget: &Budget) -> Res
     let mut out = Vec::new();
     out.try_reserve_exact(usize_)
         .map_err(|_| Error::corrupt(format!("cannot allocate {usize_} bytes")))?;
-    ChunkDecoder::new(codec)?.append(input, usize_, &mut out)?;
+    out.resize(usize_, 0);
+    ChunkDecoder::new(codec)?.fill(input, &mut out)?;
     Ok(out)
 }
 
@@ -1209,79 +1210,6 @@ impl ChunkDecoder {
             )));
         }
         Ok(())
-    }
-
-    /// Decompresses `input` (one whole frame or zlib stream) to the end of
-    /// `out`, whose spare capacity must hold at least `usize_` bytes; it
-    /// must produce exactly `usize_` bytes.
-    fn append(&mut self, input: &[u8], usize_: usize, out: &mut Vec<u8>) -> Result<()> {
-        let start = out.len();
-        debug_assert!(out.capacity() - start >= usize_);
-        let got = match self {
-            ChunkDecoder::Zstd(d) => {
-                let mut tail = Tail {
-                    v: out,
-                    limit: usize_,
-                };
-                d.decompress_to_buffer(input, &mut tail)
-                    .map_err(|e| Error::decompress(format!("zstd: {e}")))?
-            }
-            ChunkDecoder::Zlib(d) => {
-                d.reset(true);
-                let mut pos = 0;
-                loop {
-                    let before = (d.total_in(), out.len());
-                    let status = d
-                        .decompress_vec(&input[pos..], out, flate2::FlushDecompress::Finish)
-                        .map_err(|e| Error::decompress(format!("zlib: {e}")))?;
-                    pos = d.total_in() as usize;
-                    if out.len() - start > usize_ {
-                        break out.len() - start;
-                    }
-                    match status {
-                        flate2::Status::StreamEnd => break out.len() - start,
-                        _ if (d.total_in(), out.len()) == before => {
-                            return Err(Error::decompress("zlib: stream ends early"));
-                        }
-                        _ => {}
-                    }
-                }
-            }
-        };
-        if got != usize_ {
-            return Err(Error::decompress(format!(
-                "got {got} bytes, header says {usize_}"
-            )));
-        }
-        Ok(())
-    }
-}
-
-/// The spare capacity of a `Vec`, at most `limit` bytes: zstd writes a chunk
-/// there, right after the data already in the `Vec`, without zeroing first.
-struct Tail<'a> {
-    v: &'a mut Vec<u8>,
-    limit: usize,
-}
-
-// SAFETY: `as_mut_ptr` points at the Vec's spare capacity, which has room
-// for `capacity()` bytes (`limit` is at most the spare capacity, checked in
-// `capacity`); `filled_until(n)` is only called by zstd after it wrote `n`
-// bytes there, so the new length covers initialized bytes only.
-unsafe impl zstd::zstd_safe::WriteBuf for Tail<'_> {
-    fn as_slice(&self) -> &[u8] {
-        &[]
-    }
-    fn capacity(&self) -> usize {
-        self.limit.min(self.v.capacity() - self.v.len())
-    }
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.v.spare_capacity_mut().as_mut_ptr().cast()
-    }
-    unsafe fn filled_until(&mut self, n: usize) {
-        let len = self.v.len() + n;
-        // SAFETY: see the impl.
-        unsafe { self.v.set_len(len) }
     }
 }
 
