@@ -506,6 +506,27 @@ impl Tep {
     }
 }
 
+/// Sets plugin option `name` (`[plugin:]option`) to `val` (`None`: "1")
+/// for the plugins of handles loaded afterwards (process-wide, as in
+/// libtraceevent).
+pub fn plugin_add_option(name: &str, val: Option<&str>) -> Result<(), TepError> {
+    let bad = || TepError(format!("bad plugin option {name:?}"));
+    let n = CString::new(name).map_err(|_| bad())?;
+    let v = val.map(CString::new).transpose().map_err(|_| bad())?;
+    // SAFETY: both strings are NUL-terminated and outlive the call; the
+    // library copies them.
+    let r = unsafe {
+        tep_plugin_add_option(
+            n.as_ptr(),
+            v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()),
+        )
+    };
+    if r != 0 {
+        return Err(TepError(format!("cannot set plugin option {name:?} ({r})")));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -626,25 +647,4 @@ print fmt: \"x\"\n";
         assert_eq!(info(&tep, &event(42, 0, 7)), "[FAILED TO PARSE] value=7");
         assert_eq!(info(&tep, &event(43, 0, 7)), "a=7");
     }
-}
-
-/// Sets plugin option `name` (`[plugin:]option`) to `val` (`None`: "1")
-/// for the plugins of handles loaded afterwards (process-wide, as in
-/// libtraceevent).
-pub fn plugin_add_option(name: &str, val: Option<&str>) -> Result<(), TepError> {
-    let bad = || TepError(format!("bad plugin option {name:?}"));
-    let n = CString::new(name).map_err(|_| bad())?;
-    let v = val.map(CString::new).transpose().map_err(|_| bad())?;
-    // SAFETY: both strings are NUL-terminated and outlive the call; the
-    // library copies them.
-    let r = unsafe {
-        tep_plugin_add_option(
-            n.as_ptr(),
-            v.as_ref().map_or(std::ptr::null(), |v| v.as_ptr()),
-        )
-    };
-    if r != 0 {
-        return Err(TepError(format!("cannot set plugin option {name:?} ({r})")));
-    }
-    Ok(())
 }
