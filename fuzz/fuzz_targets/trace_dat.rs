@@ -12,7 +12,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = f.formats().check();
     let _ = f.buffer_stats();
-    let _ = (f.clock(), f.ts_offset(), f.clock_counts_ns(), f.procmaps());
+    let _ = (f.clock(), f.ts_offset(true), f.clock_counts_ns(), f.procmaps());
     for b in f.buffers() {
         for it in f.records(b) {
             if let Ok(Item::Event(r)) = it {
