@@ -530,6 +530,20 @@ fn parse_u64_blob(c: &mut Cur<'_>) -> Result<Vec<u8>> {
     Ok(c.take(n)?.to_vec())
 }
 
+/// The body of a v7 CMDLINES section: a u64 size, then `saved_cmdlines`.
+///
+/// trace-cmd 3.1.6 writes the size from one read of `saved_cmdlines` and
+/// the contents from a second read; when the kernel's list changes in
+/// between (any process that gets traced meanwhile), the size is wrong
+/// (it warns "error in size of file" and still exits 0). The section's own
+/// framing is right, so the contents are what the section holds, and no
+/// more than the announced size (trace-cmd reads no further).
+fn parse_cmdlines_section(c: &mut Cur<'_>) -> Result<Vec<u8>> {
+    let n = c.len_u64()?;
+    let left = c.b.len().saturating_sub(c.pos);
+    Ok(c.take(n.min(left))?.to_vec())
+}
+
 impl TraceFile {
     /// Opens and parses `path`.
     pub fn open(path: impl AsRef<Path>) -> Result<TraceFile> {
@@ -844,7 +858,7 @@ impl TraceFile {
                         option::EVENT_FORMATS => parse_event_formats(&mut sc, m)?,
                         option::KALLSYMS => m.kallsyms = parse_u32_blob(&mut sc)?,
                         option::PRINTK => m.printk = parse_u32_blob(&mut sc)?,
-                        _ => m.cmdlines = parse_u64_blob(&mut sc)?,
+                        _ => m.cmdlines = parse_cmdlines_section(&mut sc)?,
                     }
                 } else if id == option::BUFFER {
                     buffer_opts.push(data.to_vec());

@@ -211,6 +211,11 @@ fn build_v7(codec: Codec, name: &str) -> Vec<u8> {
 
 /// A v7 file with the given per-CPU page data.
 fn build_v7_with(codec: Codec, name: &str, pages: Vec<Vec<u8>>) -> Vec<u8> {
+    build_v7_cmdlines(codec, name, pages, blob64(CMDLINES))
+}
+
+/// A v7 file with the given per-CPU page data and CMDLINES section body.
+fn build_v7_cmdlines(codec: Codec, name: &str, pages: Vec<Vec<u8>>, cmdlines: Vec<u8>) -> Vec<u8> {
     let ncpus = pages.len() as u32;
     let cname = match codec {
         Codec::None => "none",
@@ -246,7 +251,7 @@ fn build_v7_with(codec: Codec, name: &str, pages: Vec<Vec<u8>>) -> Vec<u8> {
         (18, event_formats()),
         (19, blob32(KALLSYMS)),
         (20, blob32("")),
-        (21, blob64(CMDLINES)),
+        (21, cmdlines),
     ] {
         offsets.push((id, section(&mut o, id, &body)));
     }
@@ -864,4 +869,44 @@ fn a_corrupt_format_of_an_absent_event_leaves_the_file_readable() {
     assert!(f.formats().by_name("ftrace", "print").is_none());
     let e = f.formats().check().unwrap_err().to_string();
     assert!(e.contains("bad ID \"x\""), "{e}");
+}
+
+/// A CMDLINES section whose announced size is `announced`, holding `text`.
+fn cmdlines_body(announced: u64, text: &str) -> Vec<u8> {
+    let mut o = Out(Vec::new());
+    o.u64(announced);
+    o.bytes(text.as_bytes());
+    o.0
+}
+
+#[test]
+fn cmdlines_size_from_another_read_of_saved_cmdlines() {
+    // trace-cmd extract announces the size of one read of saved_cmdlines
+    // and stores the contents of another: the section holds fewer or more
+    // bytes than announced. The section's own size bounds the contents,
+    // and no more than the announced size is taken (as trace-cmd does).
+    for codec in [Codec::None, Codec::Zstd, Codec::Zlib] {
+        let n = CMDLINES.len() as u64;
+        for (announced, want) in [
+            (n + 15, CMDLINES),
+            (n, CMDLINES),
+            (n - 3, &CMDLINES[..CMDLINES.len() - 3]),
+            (0, ""),
+        ] {
+            let body = cmdlines_body(announced, CMDLINES);
+            let f = open(build_v7_cmdlines(codec, "", cpu_pages(), body))
+                .unwrap_or_else(|e| panic!("{codec:?} announced {announced}: {e}"));
+            assert_eq!(
+                f.cmdlines(),
+                want.as_bytes(),
+                "{codec:?} announced {announced}"
+            );
+            assert_eq!(dump(&f, ""), expected(), "{codec:?} announced {announced}");
+        }
+        // Fewer than 8 bytes cannot hold the size: still an error.
+        let e = open(build_v7_cmdlines(codec, "", cpu_pages(), vec![1, 2, 3]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("CMDLINES section"), "{e}");
+    }
 }
