@@ -101,7 +101,19 @@ fn trace_cmd_available() -> bool {
 }
 
 fn write(dir: &Path, name: &str, opts: WriteOptions, instances: &[&str], top: bool) -> PathBuf {
-    let meta = TraceMeta {
+    write_with(dir, name, opts, instances, top, |_| {})
+}
+
+/// [`write`] with the metadata changed by `edit` first.
+fn write_with(
+    dir: &Path,
+    name: &str,
+    opts: WriteOptions,
+    instances: &[&str],
+    top: bool,
+    edit: impl FnOnce(&mut TraceMeta),
+) -> PathBuf {
+    let mut meta = TraceMeta {
         page_size: PAGE as u32,
         long_size: 8,
         header_page: HEADER_PAGE.as_bytes().to_vec(),
@@ -116,6 +128,7 @@ fn write(dir: &Path, name: &str, opts: WriteOptions, instances: &[&str], top: bo
         cpu_count: 2,
         ..TraceMeta::default()
     };
+    edit(&mut meta);
     let mut buffers = Vec::new();
     let mut names: Vec<&str> = Vec::new();
     if top {
@@ -247,6 +260,64 @@ fn synthetic_files_report_like_trace_cmd() {
         // Only an instance.
         let inst = write(&dir, &format!("inst-{name}"), opts, &["only"], false);
         compare(&inst, &[]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// (file name, cmdlines, kallsyms, texts the report must hold).
+type RejectCase<'a> = (&'a str, &'a [u8], &'a [u8], &'a [&'a str]);
+
+#[test]
+fn cmdlines_and_kallsyms_libtraceevent_rejects_print_like_trace_cmd() {
+    // libtraceevent stops at the first line it cannot parse and keeps the
+    // lines before; trace-cmd ignores the failure. A last cmdline cut to its
+    // pid is what trace-cmd extract writes when saved_cmdlines grows while
+    // it copies it.
+    if !trace_cmd_available() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("report_synth_rej_{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let opts = WriteOptions {
+        version: FileVersion::V7,
+        compression: Compression::Zstd,
+    };
+    let cases: [RejectCase; 4] = [
+        (
+            "bad-line",
+            b"100 worker-zero\nx\n101 w1\n102 a_very_long_comm_name\n",
+            b"ffffffff81000000 T _stext\n",
+            &["worker-zero-100   [000]", "<...>-101", "<...>-102"],
+        ),
+        (
+            "cut-to-pid",
+            b"100 worker-zero\n101 w1\n102",
+            b"ffffffff81000000 T _stext\n",
+            &["worker-zero-100   [000]", "w1-101", "<...>-102"],
+        ),
+        (
+            "cut-to-pid-space",
+            b"100 worker-zero\n101 w1\n102 ",
+            b"ffffffff81000000 T _stext\n",
+            &["w1-101", "<...>-102"],
+        ),
+        (
+            "bad-kallsyms",
+            b"100 worker-zero\n101 w1\n102 a_very_long_comm_name\n",
+            b"ffffffff81000000 T _stext\nzzzz\n",
+            &["a_very_long_comm_name-102"],
+        ),
+    ];
+    for (name, cmdlines, kallsyms, needles) in cases {
+        let f = write_with(&dir, &format!("{name}.dat"), opts, &[], true, |m| {
+            m.cmdlines = cmdlines.to_vec();
+            m.kallsyms = kallsyms.to_vec();
+        });
+        let text = compare(&f, &[]);
+        for n in needles {
+            assert!(text.contains(n), "{name}: report lacks {n:?}");
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -34,8 +34,11 @@ impl<'f> Printer<'f> {
     /// system plugins of `file` into a new libtraceevent handle.
     ///
     /// Like trace-cmd, a format libtraceevent cannot parse is not fatal (its
-    /// events print without their info); rejected kallsyms, printk formats
-    /// or cmdlines are.
+    /// events print without their info), and neither are kallsyms, printk
+    /// formats or cmdlines it rejects: trace-cmd 3.1.6 ignores the result,
+    /// keeping what libtraceevent took before the line it stopped at (e.g.
+    /// a last cmdline cut to its pid, written when `saved_cmdlines` changed
+    /// while trace-cmd extract copied it).
     ///
     /// Event formats are handed to libtraceevent when their id first shows
     /// up ([`Printer::format`]), or all at once by [`Printer::register_all`]
@@ -50,10 +53,7 @@ impl<'f> Printer<'f> {
         file: &'f TraceFile,
         plugin_flags: std::ffi::c_int,
     ) -> Result<Printer<'f>> {
-        let (t, rejected) = tep::FileTep::with_flags(file, plugin_flags)?;
-        if let Some(e) = rejected.into_iter().next() {
-            return Err(e.into());
-        }
+        let (t, _rejected) = tep::FileTep::with_flags(file, plugin_flags)?;
         Ok(Printer {
             tep: t,
             file,

@@ -202,8 +202,8 @@ impl Tep {
     /// (`[FAILED TO PARSE] field=value ...` when libtraceevent got its
     /// fields); why is in [`Tep::skipped_formats`]. The kallsyms, printk formats and cmdlines sections are each
     /// tried; the second value lists those libtraceevent rejected, in that
-    /// order: `trace-cmd report` treats them as fatal, callers that only
-    /// want event info may ignore them.
+    /// order (libtraceevent keeps what it parsed before the line it stopped
+    /// at; `trace-cmd report` 3.1.6 ignores these failures).
     pub fn load(s: &TraceSections<'_>) -> Result<(Tep, Vec<TepError>), TepError> {
         Tep::load_with_flags(s, 0)
     }
