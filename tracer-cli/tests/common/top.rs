@@ -147,12 +147,62 @@ impl TopState {
     }
 }
 
+/// Makes `cmd` see a copy of `saved_cmdlines` taken now: a private mount
+/// namespace with `snapshot` (filled here) bind-mounted over the file.
+///
+/// trace-cmd 3.1.6 reads `saved_cmdlines` twice, once for the size it
+/// announces and once for the contents it copies; any process traced in
+/// between (by another test or anybody else on the machine) changes the
+/// kernel's list, and the file then announces a size its CMDLINES section
+/// does not hold: `trace-cmd report` prints nothing for such a file, and
+/// a comparison with it fails (2 of ~5 runs of
+/// `cpu_and_event_filters_match_trace_cmd`). A regular file reads the
+/// same twice.
+fn freeze_saved_cmdlines(cmd: &mut Command, snapshot: &Path) {
+    use nix::mount::{mount, MsFlags};
+    use std::os::unix::ffi::OsStrExt as _;
+    use std::os::unix::process::CommandExt as _;
+    let live = format!("{TRACEFS}/saved_cmdlines");
+    let now = std::fs::read(&live).unwrap_or_else(|e| panic!("read {live}: {e}"));
+    std::fs::write(snapshot, now).unwrap_or_else(|e| panic!("write {}: {e}", snapshot.display()));
+    let src = std::ffi::CString::new(snapshot.as_os_str().as_bytes()).expect("path without NUL");
+    let dst = std::ffi::CString::new(live).expect("path without NUL");
+    let none: Option<&std::ffi::CStr> = None;
+    // SAFETY: between fork and exec the closure only makes system calls
+    // (unshare, mount) on strings prepared before the fork: no allocation,
+    // no lock.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNS)?;
+            mount(
+                none,
+                c"/",
+                none,
+                MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+                none,
+            )?;
+            mount(
+                Some(src.as_c_str()),
+                dst.as_c_str(),
+                none,
+                MsFlags::MS_BIND,
+                none,
+            )?;
+            Ok(())
+        });
+    }
+}
+
 /// `trace-cmd extract -B instance -o out`, holding the top lock, with the
 /// top instance's settings put back afterwards (its buffer stays drained).
+/// trace-cmd sees a frozen `saved_cmdlines` ([`freeze_saved_cmdlines`]).
 pub fn trace_cmd_extract(instance: &str, out: &Path) -> Output {
     let _lock = top_lock();
     let top = TopState::save();
-    let child = Command::new("trace-cmd")
+    let mut cmd = Command::new("trace-cmd");
+    let snapshot = tempfile::NamedTempFile::new().expect("temporary file");
+    freeze_saved_cmdlines(&mut cmd, snapshot.path());
+    let child = cmd
         .args(["extract", "-B", instance, "-o"])
         .arg(out)
         .stdout(std::process::Stdio::piped())
