@@ -19,6 +19,7 @@
 #   --profile      instead of the table: the function profiler (graph time) on the
 #                  deferred and synchronous paths, 2 events per entry
 # env: BENCH_ROUNDS (5), BENCH_N (getppid calls per measurement, 20000),
+#      BENCH_WARMUP (calls before each measurement, 1000),
 #      BENCH_DEPTHS (8,32,128), BENCH_EVENTS (1,2,4,8), BENCH_SMP (1),
 #      BENCH_KTREE (private patched tree of build.sh, default "bench"; empty: the
 #      shared tree), BENCH_PROFILE_FUNCS (functions for --profile), BENCH_OUT
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
 done
 ROUNDS=${BENCH_ROUNDS:-5}
 N=${BENCH_N:-20000}
+WARMUP=${BENCH_WARMUP:-1000}
 DEPTHS=${BENCH_DEPTHS:-8,32,128}
 EVENTS=${BENCH_EVENTS:-1,2,4,8}
 SMP=${BENCH_SMP:-1}
@@ -95,7 +97,7 @@ t0=$(date +%s)
 set +e
 timeout "${QEMU_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg "${ICOUNT[@]}" -smp "$SMP" -m 1024 -nodefaults \
 	-display none -no-reboot -kernel "$WORK/bzImage" -initrd "$WORK/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 loglevel=4 kbench.rounds=$ROUNDS kbench.n=$N kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB${PROFILE:+ kbench.profile=$PROFILE}" \
+	-append "console=ttyS0 panic=-1 loglevel=4 kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB${PROFILE:+ kbench.profile=$PROFILE}" \
 	-serial "file:$WORK/console.log" -serial "file:$WORK/data.log" >"$WORK/qemu.log" 2>&1
 qrc=$?
 set -e
