@@ -19,12 +19,12 @@
 
 mod common;
 
-use common::top::{top_lock, trace_cmd_extract, TopWrites, EXTRACT_PIDS};
 use common::{build_c, diff, host, run_ok, snapshot, tracer_cli};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
+use ustack_testdata::top::{top_lock, trace_cmd_extract, TopWrites, EXTRACT_PIDS};
 use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::{Item, Record, TraceFile};
 

@@ -60,8 +60,8 @@ impl Instance {
 
     /// `trace-cmd extract -B` of this instance into `out`.
     fn extract(&self, out: &Path) {
-        // trace-cmd resets the top instance too: common::top puts it back
-        let o = common::top::trace_cmd_extract(&self.name, out);
+        // trace-cmd resets the top instance too: ustack_testdata::top puts it back
+        let o = ustack_testdata::top::trace_cmd_extract(&self.name, out);
         assert!(
             o.status.success() && out.exists(),
             "trace-cmd extract failed: {}",

@@ -16,6 +16,8 @@
 //! t.write(std::path::Path::new("/tmp/t.dat")).unwrap();
 //! ```
 
+pub mod top;
+
 use std::path::Path;
 
 use ustack_tracedata::page::build::{PageBuilder, COMMON_FIELDS as COMMON};

@@ -288,11 +288,9 @@ fn same_pages_as_trace_cmd_extract() {
     // trace-cmd's own recording of the instance, then an uncompressed copy
     // whose byte offsets `trace-cmd dump` tells us.
     let reference = dir.join("ref.dat");
-    let st = Command::new("trace-cmd")
-        .args(["extract", "-B", &inst.name, "-o"])
-        .arg(&reference)
-        .output()
-        .expect("trace-cmd extract");
+    // trace-cmd extract also resets the host's top instance: the shared
+    // helper holds the tests' top lock and puts the top back.
+    let st = ustack_testdata::top::trace_cmd_extract(&inst.name, &reference);
     assert!(st.status.success(), "extract: {st:?}");
     let plain = dir.join("ref-none.dat");
     let st = Command::new("trace-cmd")

@@ -6,8 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use ustack_tracefs::{Instance, Tracefs};
 
-pub mod top;
-
 /// The tracefs of the host; a missing prerequisite fails the test (these
 /// tests are `#[ignore]`d, and run with `--include-ignored` as root).
 pub fn host(needs_trace_cmd: bool) -> Tracefs {

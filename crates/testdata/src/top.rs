@@ -1,4 +1,4 @@
-//! The host's top tracefs instance in the host tests.
+//! The host's top tracefs instance in the host tests (root, real tracefs).
 //!
 //! Debian's trace-cmd 3.1.6 `extract -B NAME` resets the *top* instance as
 //! well as NAME: it writes 0 to the top's `tracing_on` (and never puts it
