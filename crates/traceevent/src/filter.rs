@@ -6,6 +6,8 @@ use ustack_traceevent_sys as sys;
 
 use crate::tep::{Handle, Record, Tep, TepError};
 
+mod screen;
+
 /// What [`Filter::test`] found for a record.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FilterResult {
@@ -34,6 +36,9 @@ pub struct Filter {
 impl Filter {
     /// A filter of `tep` from the text `s` (`"sched_switch: prev_pid != 0"`).
     pub fn new(tep: &Tep, s: &str) -> Result<Filter, TepError> {
+        if let Some(why) = screen::problem(s) {
+            return Err(TepError(format!("bad filter {s:?}: {why}")));
+        }
         let c = CString::new(s).map_err(|_| TepError(format!("filter {s:?} contains NUL")))?;
         let h = tep.handle();
         // SAFETY: the handle is valid (Handle invariant); the result is
@@ -101,5 +106,10 @@ mod tests {
         );
         let e = Filter::new(&tep, "nosuch: value > 1").err().unwrap();
         assert_eq!(e.0, "bad filter \"nosuch: value > 1\": no event found");
+        let e = Filter::new(&tep, "ev: value >").err().unwrap();
+        assert_eq!(
+            e.0,
+            "bad filter \"ev: value >\": expression ends in an operator"
+        );
     }
 }
