@@ -100,6 +100,9 @@ impl Written {
     }
 }
 
+/// Groups written between two releases of the trace's mapped pages.
+const RELEASE_EVERY: usize = 4096;
+
 /// Writes the stitched view of the first buffer with data of `f`, one
 /// group at a time (only the index and the folded counts are held).
 pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Written> {
@@ -115,10 +118,16 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let chosen = select::choose(&view.select, &idx, rec, &mut texts, |pid| {
         view::comm(&idx, &sym, pid)
     });
+    file::release(f, buf);
     let summary = Summary::new(&idx, &chosen, !view.select.is_all());
     let mut written = Written::default();
     let counts = &mut written;
-    let details = chosen.groups.iter().map(|&g| {
+    let details = chosen.groups.iter().enumerate().map(|(i, &g)| {
+        // Records are read again at random: give their pages back now and
+        // then instead of keeping the whole trace resident.
+        if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
+            file::release(f, buf);
+        }
         let mut d = view::detail(
             &idx,
             &idx.stitched.groups[g as usize],

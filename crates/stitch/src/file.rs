@@ -72,6 +72,15 @@ pub fn record<'f>(file: &'f TraceFile, buf: &'f Buffer, ev: &EventMeta) -> Optio
     })
 }
 
+/// Gives the mapped pages of `buf`'s CPU data back to the kernel (see
+/// [`TraceFile::release_cpu_data`]): callers of [`record`] call it now and
+/// then so that the pages they read do not all stay resident.
+pub fn release(file: &TraceFile, buf: &Buffer) {
+    for c in &buf.cpus {
+        file.release_cpu_data(c);
+    }
+}
+
 /// Records of the events `seqs` of `index`.
 pub fn records<'f>(
     file: &'f TraceFile,

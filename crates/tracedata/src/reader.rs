@@ -1124,6 +1124,18 @@ impl TraceFile {
         self.cpu_bytes(c)
     }
 
+    /// Gives the mapped pages of `c`'s data back to the kernel, as
+    /// [`TraceFile::records`] does while it reads: for readers that come
+    /// back to [`TraceFile::cpu_data`] at random, and so would otherwise
+    /// keep every page they touched resident. Slices of it stay valid (the
+    /// pages are read again from the file); data decompressed into memory
+    /// is not affected.
+    pub fn release_cpu_data(&self, c: &CpuSection) {
+        if let (Bytes::Map(m), DataRef::Mapped(r)) = (&self.bytes, &c.data) {
+            records::dont_need(m, r.start, r.len());
+        }
+    }
+
     fn cpu_bytes<'s>(&'s self, c: &'s CpuSection) -> &'s [u8] {
         match &c.data {
             DataRef::Mapped(r) => &self.bytes[r.clone()],

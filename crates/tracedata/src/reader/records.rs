@@ -333,17 +333,17 @@ impl Behind<'_> {
         if offset < self.released + Self::STEP {
             return;
         }
-        // SAFETY: MADV_DONTNEED on a read-only shared file mapping only
-        // drops this process's page table entries: the next access reads
-        // the same file bytes again, so no borrowed slice sees a change.
-        // The range lies within the map (the data was cut from it).
-        let _ = unsafe {
-            self.map.unchecked_advise_range(
-                memmap2::UncheckedAdvice::DontNeed,
-                self.at + self.released,
-                offset - self.released,
-            )
-        };
+        dont_need(self.map, self.at + self.released, offset - self.released);
         self.released = offset;
     }
+}
+
+/// Gives `len` bytes of `map` from `start` back to the kernel: the next
+/// access reads the same file bytes again.
+pub(super) fn dont_need(map: &memmap2::Mmap, start: usize, len: usize) {
+    // SAFETY: MADV_DONTNEED on a read-only shared file mapping only drops
+    // this process's page table entries: the next access reads the same
+    // file bytes again, so no borrowed slice sees a change. Callers pass a
+    // range within the map (data cut from it).
+    let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
 }
