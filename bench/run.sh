@@ -8,8 +8,12 @@
 # Uses hyperfine when installed (apt-get install hyperfine), else its own
 # loop of timed runs. Builds the release binaries, generates every input in a
 # temp dir, prints Markdown tables, then removes the temp dir (BENCH_KEEP=1
-# keeps it) and the private tracefs instances it made: tracefs is left as
-# found. Not part of CI.
+# keeps it) and the private tracefs instances it made. trace-cmd 3.1.6
+# `extract -B` also resets the *top* instance (tracing_on, events/enable,
+# current_tracer, set_ftrace_pid, its buffer): the script puts the top's
+# tracing_on and current_tracer back, but events enabled in the top instance
+# by someone else stay off, so run it where nothing else traces in the top
+# instance. Not part of CI.
 #
 # Knobs (environment): BENCH_KB per-CPU buffer of the filled instance
 # (default 32768: about 2M events on 2 CPUs), BENCH_RUNS timed runs per
@@ -49,8 +53,12 @@ T=$W/tracer-cli
 B=$W/ustack-bench
 INST=ustack_bench_$$
 OUT=$W/results.md
+TOP_TRACING_ON=$(cat "$TR/tracing_on")
+TOP_TRACER=$(cat "$TR/current_tracer")
 cleanup() {
     local i
+    echo "$TOP_TRACING_ON" > "$TR/tracing_on" 2>/dev/null || true
+    echo "$TOP_TRACER" > "$TR/current_tracer" 2>/dev/null || true
     for i in "$INST" "${INST}_rec" "${INST}_tcrec"; do
         if [ -d "$TR/instances/$i" ]; then
             echo 0 > "$TR/instances/$i/tracing_on" 2>/dev/null || true
