@@ -136,6 +136,13 @@ impl MapsStore {
     pub fn read(&self, tgid: u32) -> bool {
         let taken = Instant::now();
         let read = match ustack_symbolize::procfs::read_proc_map(tgid) {
+            // A process that began to exit while its maps were read may
+            // have lost mappings half-way through the read (exit_mm()
+            // tears them down while /proc reads them without the mmap
+            // lock): such a partial snapshot would replace good ranges.
+            // PF_EXITING is set before exit_mm(), so a read that ended
+            // before it is whole; a ptrace exit stop comes before both.
+            Ok(_) if exiting(tgid) => false,
             Ok(m) if !m.maps.is_empty() => {
                 self.add(m, taken);
                 true
@@ -447,8 +454,40 @@ impl StackPidScanner {
     }
 }
 
+/// `PF_EXITING` in `/proc/PID/stat`'s flags.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether process `tgid` is exiting, or gone, after a read of its maps.
+fn exiting(tgid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{tgid}/stat")) {
+        Ok(stat) => stat_flags(&stat).is_none_or(|f| f & PF_EXITING != 0),
+        Err(_) => true,
+    }
+}
+
+/// The `flags` field (the 9th) of a `/proc/PID/stat` line; the command
+/// name in parentheses may itself hold spaces and parentheses.
+fn stat_flags(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(6)?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn stat_flags_reads_the_ninth_field_after_any_command_name() {
+        let line = "1115 (a) b (c) R 1103 1103 1 0 -1 4194624 86 0 0 0 0 0";
+        assert_eq!(super::stat_flags(line), Some(4194624));
+        assert_eq!(
+            super::stat_flags("1 (init) S 0 1 1 0 -1 4194564 9"),
+            Some(4194564)
+        );
+        assert_eq!(super::stat_flags("1 (init) S 0"), None);
+        assert_eq!(super::stat_flags("garbage"), None);
+        assert_ne!(4194564 & super::PF_EXITING, 0);
+        assert_eq!(4194624 & super::PF_EXITING, 0);
+    }
+
     use super::*;
     use std::time::Duration;
 
