@@ -128,8 +128,9 @@ class Event:
 class CpuData:
     """Decoded pages of one CPU: events in order plus the page loss flags."""
 
-    def __init__(self, cpu):
+    def __init__(self, cpu, page_size=4096):
         self.cpu = cpu
+        self.page_size = page_size
         self.events = []
         self.pages = 0
         self.missed_pages = 0
@@ -146,7 +147,7 @@ def page_size_from_header(text):
 
 
 def decode_cpu(raw, cpu, formats_by_id, page_size, data_offset):
-    out = CpuData(cpu)
+    out = CpuData(cpu, page_size)
     seq = 0
     for p in range(0, len(raw) - data_offset + 1, page_size):
         page = raw[p : p + page_size]
@@ -272,6 +273,47 @@ def cookie_pairs(cpu_data, cookie_fmt):
             else:
                 strays.append(e)
         prev = e
+    return pairs, strays
+
+
+def attribute(cpu_data, cookie_fmt, page_fmt=None):
+    """Per CPU, the cookie entry every event belongs to (kernel-patch 0008,
+    "Stitching by cookie"):
+
+    * a ``user_unwind_cookie`` belongs to the event just before it, of the same
+      task (the trigger, and the option after an event whose page cookie is in
+      another page); it takes precedence;
+    * otherwise an event belongs to the last ``user_unwind_page_cookie`` of its
+      task before it in the same ring-buffer page (the dump's page, as read);
+      a zero cookie means none, and a page cookie of pid 0 with cookie 0 ends
+      every task's page cookie in that page.
+
+    Returns (pairs, strays): pairs = [(event, cookie or page cookie event)] for
+    the events with a non-zero cookie, strays = cookie events with no preceding
+    event of the same task."""
+    by_event, strays = {}, []
+    cur, page, prev = {}, None, None
+    for e in cpu_data.events:
+        pg = e.pos // cpu_data.page_size
+        if pg != page:
+            page, cur = pg, {}
+        if e.fmt is cookie_fmt:
+            if prev is not None and prev.fmt not in (cookie_fmt, page_fmt) and prev.pid == e.pid:
+                by_event[id(prev)] = (prev, e)
+            else:
+                strays.append(e)
+        elif page_fmt is not None and e.fmt is page_fmt:
+            if e.pid == 0 and e["cookie"] == 0:
+                cur = {}
+            else:
+                cur[e.pid] = e
+        else:
+            pc = cur.get(e.pid)
+            if pc is not None and pc["cookie"] != 0:
+                by_event[id(e)] = (e, pc)
+        prev = e
+    pairs = [p for p in by_event.values() if p[1]["cookie"] != 0]
+    pairs.sort(key=lambda p: p[0].seq)
     return pairs, strays
 
 

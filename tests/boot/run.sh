@@ -13,6 +13,8 @@
 #
 # env: USTACK_CACHE (default $HOME/.cache/ustack), USTACK_BOOT_ONLY=3,4 (case
 #      numbers), USTACK_BOOT_OUT (logs; default $USTACK_CACHE/boot/last),
+#      USTACK_BOOT_WORK (guest build dir; default $USTACK_CACHE/boot/work: give
+#      each concurrent run its own, as with USTACK_BOOT_OUT),
 #      QEMU_TIMEOUT (seconds, default 1500), CI=true (skips count as failures).
 set -euo pipefail
 
@@ -21,7 +23,7 @@ HERE=$REPO/tests/boot
 CACHE=${USTACK_CACHE:-$HOME/.cache/ustack}
 export USTACK_CACHE=$CACHE
 OUT=${USTACK_BOOT_OUT:-$CACHE/boot/last}
-WORK=$CACHE/boot/work
+WORK=${USTACK_BOOT_WORK:-$CACHE/boot/work}
 ONLY=${USTACK_BOOT_ONLY:-}
 T_START=$(date +%s.%N)
 T0=$T_START
@@ -59,6 +61,14 @@ CFLAGS=(-static -no-pie -O1 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-poi
 	-fno-optimize-sibling-calls -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -o "$WORK/ustest" "$HERE/progs/ustest.c" -lpthread
 gcc -static -O2 -Wall -Werror -o "$WORK/rawdump" "$HERE/progs/rawdump.c"
+# the symbolization ground-truth programs (case 13), built as the host tests build them
+GT=$REPO/tracer-cli/tests/gt
+GTFLAGS=(-O1 -g -fno-omit-frame-pointer -I"$GT")
+rm -rf "$WORK/gt" && mkdir -p "$WORK/gt"
+gcc "${GTFLAGS[@]}" -static -no-pie -o "$WORK/gt/gt-threads" "$GT/threads.c" -lpthread
+gcc "${GTFLAGS[@]}" -static -no-pie -o "$WORK/gt/gt-spie" "$GT/pie.c"
+gcc "${GTFLAGS[@]}" -static -no-pie -o "$WORK/gt/gt-execa" "$GT/execa.c"
+gcc "${GTFLAGS[@]}" -static-pie -fPIE -o "$WORK/gt/gt-pie" "$GT/pie.c"
 TRACER_CLI=""
 if (cd "$REPO" && cargo build -q --release -p tracer-cli) >"$WORK/cargo.log" 2>&1; then
 	TRACER_CLI=$REPO/target/release/tracer-cli
@@ -76,18 +86,12 @@ cp /bin/busybox "$R/bin/busybox"
 ln -s busybox "$R/bin/sh"
 mknod "$R/dev/console" c 5 1
 mknod "$R/dev/null" c 1 3
-install -m755 "$WORK/ustest" "$WORK/rawdump" "$R/bin/"
+install -m755 "$WORK/ustest" "$WORK/rawdump" "$WORK"/gt/gt-* "$R/bin/"
 install -m755 "$HERE/guest/init" "$R/init"
 install -m644 "$HERE"/guest/cases/*.sh "$R/cases/"
 
-# copy_elf BINARY DEST: the binary and every shared library ldd names
-copy_elf() {
-	install -D -m755 "$1" "$R$2"
-	ldd "$1" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}' |
-		while read -r lib; do
-			[ -e "$R$lib" ] || install -D -m755 "$(readlink -f "$lib")" "$R$lib"
-		done
-}
+# shellcheck source=scripts/guest-lib.sh
+. "$REPO/scripts/guest-lib.sh"
 [ -n "$TRACER_CLI" ] && copy_elf "$TRACER_CLI" /usr/bin/tracer-cli
 command -v trace-cmd >/dev/null || die "trace-cmd is not installed (scripts/install-deps.sh)"
 copy_elf "$(command -v trace-cmd)" /usr/bin/trace-cmd
@@ -118,6 +122,7 @@ set -e
 [ $qrc = 124 ] && timed_out=1
 [ $qrc = 0 ] || { echo "boot-tests: qemu exited with $qrc:"; tail -5 "$OUT/qemu.log"; }
 cp "$WORK/ustest" "$OUT/ustest"
+rm -rf "$OUT/gt" && cp -r "$WORK/gt" "$OUT/gt"
 phase_done "qemu(rc=$qrc)"
 
 # ---- 5. judge

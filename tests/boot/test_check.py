@@ -211,3 +211,56 @@ class WholeRun(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def fmt(name, ident, fields):
+    text = f"name: {name}\nID: {ident}\nformat:\n"
+    text += "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+    text += "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+    off = 8
+    for f in fields:
+        text += f"\tfield:u64 {f};\toffset:{off};\tsize:8;\tsigned:0;\n"
+        off += 8
+    return rawtrace.Format(text, "ftrace" if "unwind" in name else "raw_syscalls", name)
+
+
+class Attribution(unittest.TestCase):
+    """rawtrace.attribute(): page cookies (kernel-patch v2) and cookie entries."""
+
+    CF = fmt("user_unwind_cookie", 21, ["cookie"])
+    PF = fmt("user_unwind_page_cookie", 23, ["cookie"])
+    EV = fmt("sys_enter", 30, ["id"])
+
+    def cpu(self, items, page_size=4096):
+        """items: (page, fmt, pid, value) -> CpuData with events in that order."""
+        c = rawtrace.CpuData(0, page_size)
+        for seq, (page, f, pid, v) in enumerate(items):
+            data = struct.pack("<HHiQ", f.id, 0, pid, v)
+            c.events.append(rawtrace.Event(0, seq, f, data, seq, page * page_size + 16 + seq * 24))
+        return c
+
+    def attributed(self, items):
+        pairs, strays = rawtrace.attribute(self.cpu(items), self.CF, self.PF)
+        return [(e.seq, c["cookie"]) for e, c in pairs], len(strays)
+
+    def test_interleaved_tasks_and_reentry_in_one_page(self):
+        got = self.attributed([
+            (0, self.PF, 42, 0xA), (0, self.EV, 42, 1), (0, self.PF, 43, 0xB),
+            (0, self.EV, 43, 1), (0, self.EV, 42, 1), (0, self.PF, 42, 0xC),
+            (0, self.EV, 42, 1), (0, self.EV, 44, 1),
+        ])
+        self.assertEqual(got, ([(1, 0xA), (3, 0xB), (4, 0xA), (6, 0xC)], 0))
+
+    def test_next_page_needs_its_own_cookie_and_cookie_entry_after_wins(self):
+        got = self.attributed([
+            (0, self.PF, 42, 0xA), (1, self.EV, 42, 1), (1, self.CF, 42, 0xA),
+            (1, self.EV, 42, 1), (2, self.EV, 42, 1),
+        ])
+        self.assertEqual(got, ([(1, 0xA)], 0))
+
+    def test_zero_and_reset_page_cookies_end_coverage(self):
+        got = self.attributed([
+            (0, self.PF, 42, 0xA), (0, self.PF, 43, 0xB), (0, self.PF, 42, 0),
+            (0, self.EV, 42, 1), (0, self.EV, 43, 1), (0, self.PF, 0, 0), (0, self.EV, 43, 1),
+        ])
+        self.assertEqual(got, ([(4, 0xB)], 0))

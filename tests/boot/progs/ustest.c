@@ -16,6 +16,15 @@
  *                         during each sleep the main thread moves it to the other CPU
  *   ustest exiter N       N children: child_level1 -> child_exit, exit_group from inside
  *   ustest stress SECS    8 threads fork/exit/getpid/nanosleep for SECS seconds
+ *   ustest maps N FILE    /proc/self/maps into FILE, then chain N (the ground truth of
+ *                         the kernel's mapping records of a process gone before the read)
+ *   ustest gang N FILE    N children, each held until SIGUSR1 reaches the parent, then
+ *                         chain 3 (each prints its own chain line); FILE gets "I PID" per
+ *                         child (written whole, by rename) before the parent waits: the
+ *                         caller can set up a filter per child pid, then release them all
+ *   ustest signal N       main -> do_signal -> sig_level1 -> sig_raise: N x kill(self,
+ *                         SIGUSR1), handled; the signal is delivered on the way back
+ *                         from kill, after the deferred unwind ran (requests then are late)
  *
  * Each mode prints one line of ground truth to stdout: "ustest MODE pid=P ...".
  */
@@ -24,6 +33,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,10 +124,21 @@ NOINL int do_flood(int n, const char *marker)
 	for (int i = 0; i < n; i++) {
 		int len = snprintf(buf, sizeof(buf), "ustest seq=%d", i);
 
+		int tries = 0;
+
 		sink += flood_leaf();
-		if (write(fd, buf, len) != len) {
-			perror("write marker");
-			return 1;
+		/*
+		 * With overwrite off, a full buffer refuses the marker (EBADF)
+		 * until the reader empties a page: wait for it, so that every
+		 * iteration keeps its marker (no other traced syscall runs in
+		 * between, so the interval it closes stays the same).
+		 */
+		while (write(fd, buf, len) != len) {
+			if (errno != EBADF || ++tries > 10000) {
+				perror("write marker");
+				return 1;
+			}
+			usleep(1000);
 		}
 	}
 	close(fd);
@@ -271,6 +292,112 @@ NOINL int do_stress(int secs)
 	return total == 0;
 }
 
+/* ---- maps ---- */
+/* ---- gang ---- */
+NOINL int do_gang(int n, const char *file)
+{
+	char tmp[4096];
+	int go[2], bad = 0;
+	sigset_t usr1;
+	FILE *f;
+	char c;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (pipe(go) || sigprocmask(SIG_BLOCK, &usr1, NULL))
+		return 1;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	f = fopen(tmp, "w");
+	if (!f)
+		return 1;
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		if (pid < 0)
+			return 1;
+		if (!pid) {
+			close(go[1]);
+			if (read(go[0], &c, 1) != 1)
+				_exit(1);
+			_exit(do_chain(3));
+		}
+		fprintf(f, "%d %d\n", i, pid);
+	}
+	close(go[0]);
+	if (fclose(f) || rename(tmp, file))
+		return 1;
+	if (sigwaitinfo(&usr1, NULL) < 0)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (write(go[1], "g", 1) != 1)
+			return 1;
+	for (int i = 0; i < n; i++) {
+		int st;
+
+		if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st))
+			bad++;
+	}
+	return bad != 0;
+}
+
+/* ---- signal ---- */
+static volatile int sig_seen;
+
+static void sig_handler(int sig)
+{
+	(void)sig;
+	sig_seen++;
+}
+
+NOINL long sig_raise(int n)
+{
+	long pid = sys2(SYS_getpid, 0, 0), r = 0;
+
+	for (int i = 0; i < n; i++) {
+		r += sys2(SYS_kill, pid, SIGUSR1);
+		after_syscall(r);
+	}
+	BARRIER();
+	return r;
+}
+
+NOINL long sig_level1(int n)
+{
+	long r = sig_raise(n);
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL int do_signal(int n)
+{
+	struct sigaction sa = { .sa_handler = sig_handler };
+
+	if (sigaction(SIGUSR1, &sa, NULL))
+		return 1;
+	sink = sig_level1(n);
+	printf("ustest signal pid=%d iterations=%d syscall=%d delivered=%d\n", getpid(), n,
+	       SYS_kill, sig_seen);
+	return sig_seen != n;
+}
+
+static int do_maps(int n, const char *file)
+{
+	char buf[4096];
+	int in = open("/proc/self/maps", O_RDONLY);
+	int out = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	ssize_t r;
+
+	if (in < 0 || out < 0)
+		return 1;
+	while ((r = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, r) != r)
+			return 1;
+	close(in);
+	close(out);
+	return r < 0 || do_chain(n);
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 10;
@@ -288,7 +415,13 @@ int main(int argc, char **argv)
 		return do_exiter(n);
 	if (!strcmp(argv[1], "stress"))
 		return do_stress(n);
+	if (!strcmp(argv[1], "maps") && argc > 3)
+		return do_maps(n, argv[3]);
+	if (!strcmp(argv[1], "signal"))
+		return do_signal(n);
+	if (!strcmp(argv[1], "gang") && argc > 3)
+		return do_gang(n, argv[3]);
 usage:
-	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress N [MARKER]\n");
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang N [MARKER|FILE]\n");
 	return 2;
 }

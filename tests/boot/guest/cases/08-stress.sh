@@ -10,7 +10,9 @@ w 1 "$A/events/sched/sched_process_exit/enable"
 ustest stress 30 >truth.txt &
 spid=$!
 loops=0 fails=0
-while kill -0 $spid 2>/dev/null; do
+# as long as the storm lasts, and at least 5 rounds: on a loaded host a round
+# (mkdir and rmdir through grace periods under TCG) can take 7 s
+while kill -0 $spid 2>/dev/null || [ $loops -lt 5 ]; do
 	echo 1 >"$A/options/userstacktrace_delay" || fails=$((fails + 1))
 	mkdir "$T/instances/s8b" || fails=$((fails + 1))
 	echo 1 >"$T/instances/s8b/events/raw_syscalls/sys_enter/enable" || fails=$((fails + 1))
@@ -27,12 +29,4 @@ wait $spid
 echo "stress_rc=$? loops=$loops fails=$fails" >loops.txt
 rmdir "$A"
 # the mechanism still works afterwards
-I=$(mkinst s8c)
-w 'id == 35' "$I/events/raw_syscalls/sys_enter/filter"
-w 1 "$I/events/raw_syscalls/sys_enter/enable"
-w 1 "$I/options/userstacktrace_delay"
-ustest chain 3 >truth-after.txt
-w 0 "$I/tracing_on"
-dump "$I" s8c
-w 0 "$I/options/userstacktrace_delay"
-rmdir "$I"
+still_works s8c

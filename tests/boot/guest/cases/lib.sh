@@ -19,20 +19,55 @@ mkinst() {
 # w VALUE FILE: write and fail loudly (echo > tracefs errors are easy to miss)
 w() { echo "$1" >"$2" || { echo "write '$1' > $2 failed"; exit 1; }; }
 
+# flood_inst NAME: sets I to a fresh instance for the loss cases: an 8 KB
+# buffer, raw_syscalls of getpid (id 39) only, deferred user stacks on
+flood_inst() {
+	I=$(mkinst "$1") || exit 1
+	need "$I/options/userstacktrace_delay" "kernel lacks the userstacktrace_delay option"
+	w 8 "$I/buffer_size_kb"
+	w 'id == 39' "$I/events/raw_syscalls/sys_enter/filter"
+	w 'id == 39' "$I/events/raw_syscalls/sys_exit/filter"
+	w 1 "$I/events/raw_syscalls/sys_enter/enable"
+	w 1 "$I/events/raw_syscalls/sys_exit/enable"
+	w 1 "$I/options/userstacktrace_delay"
+}
+
+# still_works NAME: after a stress, a fresh instance NAME with deferred user
+# stacks of nanosleep (id 35) records `ustest chain 3` (truth-after.txt) and
+# is dumped as NAME, then removed.
+still_works() {
+	I=$(mkinst "$1")
+	w 'id == 35' "$I/events/raw_syscalls/sys_enter/filter"
+	w 1 "$I/events/raw_syscalls/sys_enter/enable"
+	w 1 "$I/options/userstacktrace_delay"
+	ustest chain 3 >truth-after.txt
+	w 0 "$I/tracing_on"
+	dump "$I" "$1"
+	w 0 "$I/options/userstacktrace_delay"
+	rmdir "$I"
+}
+
 # dump INSTANCE_DIR PREFIX: raw pages per CPU, stats, and the formats needed to
-# decode them, for tests/boot/rawtrace.py
+# decode them, for tests/boot/rawtrace.py. Its variables are local: a caller
+# looping over `i` around it must not see its counter (14-fanout once dumped
+# f3 forever because dump left i at ncpus). One rawdump process copies all the
+# files of the instance, and the formats are copied once per case, with no
+# subshell: under TCG every fork and exec counts (14-fanout dumps 100 instances).
 dump() {
-	i=0
-	while [ $i -lt "$ncpus" ]; do
-		rawdump "$1/per_cpu/cpu$i/trace_pipe_raw" >"$2.cpu$i.raw" || echo "rawdump cpu$i failed"
-		cp "$1/per_cpu/cpu$i/stats" "$2.cpu$i.stats"
-		i=$((i + 1))
+	local c=0 e f args=""
+	while [ $c -lt "$ncpus" ]; do
+		args="$args $1/per_cpu/cpu$c/trace_pipe_raw $2.cpu$c.raw $1/per_cpu/cpu$c/stats $2.cpu$c.stats"
+		c=$((c + 1))
 	done
-	[ -f header_page ] || cp "$T/events/header_page" header_page
-	for e in ftrace/user_unwind_cookie ftrace/user_unwind_stack ftrace/print raw_syscalls/sys_enter \
-		raw_syscalls/sys_exit sched/sched_switch sched/sched_process_exit; do
-		f=fmt.$(echo $e | tr / .)
-		[ -f "$f" ] || cp "$T/events/$e/format" "$f" 2>/dev/null
+	# shellcheck disable=SC2086 # tracefs paths have no spaces
+	rawdump $args || echo "rawdump $1 failed"
+	[ -f header_page ] && return 0
+	cp "$T/events/header_page" header_page
+	for e in ftrace/user_unwind_cookie ftrace/user_unwind_page_cookie ftrace/user_unwind_stack ftrace/print \
+		raw_syscalls/sys_enter \
+		raw_syscalls/sys_exit sched/sched_switch sched/sched_process_exit signal/signal_deliver; do
+		f=fmt.${e%/*}.${e#*/}
+		cp "$T/events/$e/format" "$f" 2>/dev/null
 	done
 	true
 }
