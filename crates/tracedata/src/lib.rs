@@ -57,7 +57,7 @@ pub mod writer;
 
 pub use error::{Error, Result};
 pub use format::{EventFormat, Field, FieldKind};
-pub use procmaps::{LibMap, ProcMap};
-pub use reader::{Buffer, Item, TraceFile};
+pub use procmaps::{LibMap, MapsAt, MapsKind, ProcMap};
+pub use reader::{Buffer, CpuCursor, Item, TraceFile};
 pub use record::Record;
 pub use stats::{BufferStats, CpuStats};

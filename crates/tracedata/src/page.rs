@@ -194,6 +194,19 @@ pub struct PageItems<'a> {
 }
 
 impl<'a> PageItems<'a> {
+    /// Goes on iterating over the page data area `data` at item offset
+    /// `pos` with current time `ts` (a [`PageItems::position`] and
+    /// [`PageItems::time`] taken earlier from the same bytes): for readers
+    /// that cannot keep the borrow between two items.
+    pub fn resume(data: &'a [u8], pos: usize, ts: u64) -> PageItems<'a> {
+        PageItems {
+            data,
+            pos,
+            ts,
+            failed: false,
+        }
+    }
+
     /// Offset of the next item in the data area.
     pub fn position(&self) -> usize {
         self.pos

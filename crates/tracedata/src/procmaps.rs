@@ -9,6 +9,7 @@
 //! <start> <end> <path>          (count lines)
 //! tasks: <tid> <tid> ...        (optional, ours)
 //! replaced: <start> <end> <path> (optional, ours, one per line)
+//! at: <ts> <kind> [<parent>]    (optional, ours: see below)
 //! ```
 //!
 //! `start` is where the file's lowest mapping begins, which maps file
@@ -20,6 +21,16 @@
 //! of a trace belongs to instead of guessing, and the mappings that a later
 //! image of the process (after an exec) replaced, so that a reader knows
 //! which addresses belonged to two images.
+//!
+//! The `at:` line makes the entry one observation of the process at trace
+//! time `ts` (nanoseconds of the trace clock, hex), so that each stack can
+//! be resolved with the maps valid at its own time ([`MapsAt`]); `kind` is
+//! `snap` (the whole map at `ts`), `add` (mappings that came into being at
+//! `ts`), `exec` (a new image starts at `ts`: nothing earlier is valid
+//! after it; its maps, if any, are the new image's) or `fork <parent>` (the
+//! process was created at `ts` by `parent`, whose maps it has until it
+//! execs). Several timed entries of one pid make up its history. An entry
+//! without `at:` (trace-cmd's, older files) is valid over the whole trace.
 //!
 //! Nothing here reads `/proc`: the recorder does, and hands the text to
 //! [`ProcMap::from_proc_maps`].
@@ -54,7 +65,39 @@ pub struct ProcMap {
     /// library unloaded) that `maps` overlap with another file or base: an
     /// address in both belongs to an image the maps cannot tell.
     pub replaced: Vec<LibMap>,
+    /// When this entry was observed and what it is; `None`: valid over
+    /// the whole trace.
+    pub at: Option<MapsAt>,
 }
+
+/// When a timed PROCMAPS entry was observed, and what it says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MapsAt {
+    /// Trace time (ns of the trace clock).
+    pub ts: u64,
+    /// What the entry's maps are.
+    pub kind: MapsKind,
+}
+
+/// What a timed PROCMAPS entry's maps are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapsKind {
+    /// The whole map of the process at that time.
+    Snapshot,
+    /// Mappings that came into being at that time (the rest is unchanged).
+    Add,
+    /// A new image starts (exec); the maps, if any, are the new image's.
+    Exec,
+    /// The process was forked from `parent` and has its maps until it
+    /// execs.
+    Fork {
+        /// The parent process (tgid).
+        parent: u32,
+    },
+}
+
+/// The prefix of our time line.
+const AT: &str = "at:";
 
 /// The prefix of our thread list line.
 const TASKS: &str = "tasks:";
@@ -131,6 +174,15 @@ impl ProcMap {
                 escape(&m.path)
             ));
         }
+        if let Some(at) = self.at {
+            let kind = match at.kind {
+                MapsKind::Snapshot => "snap".to_string(),
+                MapsKind::Add => "add".to_string(),
+                MapsKind::Exec => "exec".to_string(),
+                MapsKind::Fork { parent } => format!("fork {parent:x}"),
+            };
+            s.push_str(&format!("{AT} {:x} {kind}\n", at.ts));
+        }
         s
     }
 
@@ -154,6 +206,10 @@ impl ProcMap {
                 }
                 if let Some(rest) = line.strip_prefix(REPLACED) {
                     cur.replaced.extend(parse_lib_line(rest.trim_start()));
+                    continue;
+                }
+                if let Some(rest) = line.strip_prefix(AT) {
+                    cur.at = parse_at(rest).or(cur.at);
                     continue;
                 }
                 if let Some(rest) = line.strip_prefix(TASKS) {
@@ -185,6 +241,22 @@ impl ProcMap {
         }
         out
     }
+}
+
+/// `ts kind [parent]` of an `at:` line.
+fn parse_at(rest: &str) -> Option<MapsAt> {
+    let mut w = rest.split_ascii_whitespace();
+    let ts = u64::from_str_radix(w.next()?, 16).ok()?;
+    let kind = match w.next()? {
+        "snap" => MapsKind::Snapshot,
+        "add" => MapsKind::Add,
+        "exec" => MapsKind::Exec,
+        "fork" => MapsKind::Fork {
+            parent: u32::from_str_radix(w.next()?, 16).ok()?,
+        },
+        _ => return None,
+    };
+    Some(MapsAt { ts, kind })
 }
 
 /// `start end path` (trace-cmd) or a `/proc/PID/maps` line.
@@ -303,13 +375,29 @@ garbage line
             ],
             threads: vec![0x1235, 0x1240],
             replaced: vec![lm(0x5000, 0x5800, "/bin/sh")],
+            at: Some(MapsAt {
+                ts: 0x1f,
+                kind: MapsKind::Fork { parent: 0x99 },
+            }),
         };
         let text = p.to_text();
         assert_eq!(
             text,
             "1234 2 my_prog\n5000 6000 /bin/x\n7000 8000 /lib/a\\040b\\134c\\011d.so\n\
-             tasks: 1235 1240\nreplaced: 5000 5800 /bin/sh\n"
+             tasks: 1235 1240\nreplaced: 5000 5800 /bin/sh\nat: 1f fork 99\n"
         );
+        for (line, want) in [
+            ("at: 5 snap", Some((5, MapsKind::Snapshot))),
+            ("at: 6 add", Some((6, MapsKind::Add))),
+            ("at: 7 exec", Some((7, MapsKind::Exec))),
+            ("at: 8 fork", None),
+            ("at: x snap", None),
+            ("at: 9 what", None),
+        ] {
+            let q = ProcMap::parse_all(&format!("1 0 a\n{line}\n"));
+            let want = want.map(|(ts, kind)| MapsAt { ts, kind });
+            assert_eq!(q[0].at, want, "{line}");
+        }
         let q = ProcMap::parse_all(&(text.clone() + "\0" + &text));
         assert_eq!(q.len(), 2);
         assert_eq!(

@@ -33,9 +33,11 @@ use crate::limits::{self, Budget};
 use crate::record::Record;
 use crate::stats::BufferStats;
 
+mod cursor;
 mod lazy;
 mod records;
 
+pub use cursor::CpuCursor;
 use lazy::LazyData;
 pub use records::Records;
 use records::{CpuStream, Source};
@@ -1128,19 +1130,48 @@ impl TraceFile {
     /// [`TraceFile::records`] does while it reads: for readers that come
     /// back to [`TraceFile::cpu_data`] at random, and so would otherwise
     /// keep every page they touched resident. Slices of it stay valid (the
-    /// pages are read again from the file); data decompressed into memory
-    /// is not affected.
+    /// pages are read again from the file, or from the temporary file
+    /// compressed data is decoded into; data decoded into memory, where no
+    /// temporary file could be made, is not affected).
     pub fn release_cpu_data(&self, c: &CpuSection) {
-        if let (Bytes::Map(m), DataRef::Mapped(r)) = (&self.bytes, &c.data) {
-            records::dont_need(m, r.start, r.len());
+        match (&self.bytes, &c.data) {
+            (Bytes::Map(m), DataRef::Mapped(r)) => records::dont_need(m, r.start, r.len()),
+            (_, DataRef::Lazy(l)) => l.release(0..usize::MAX),
+            _ => {}
         }
     }
 
     fn cpu_bytes<'s>(&'s self, c: &'s CpuSection) -> &'s [u8] {
         match &c.data {
             DataRef::Mapped(r) => &self.bytes[r.clone()],
-            DataRef::Lazy(l) => l.all(&self.bytes),
+            DataRef::Lazy(l) => {
+                let d = l.all(&self.bytes);
+                // The compressed frames are not read again: give their
+                // mapped file pages back once.
+                if let (Bytes::Map(m), true) = (&self.bytes, l.all_once()) {
+                    let r = l.extent();
+                    records::dont_need(m, r.start, r.len());
+                }
+                d
+            }
         }
+    }
+
+    /// The events of `cpu` in `buffer`, one at a time, holding only about
+    /// a page (uncompressed) or a chunk (compressed) of its data in memory;
+    /// `None` if the buffer has no such CPU.
+    pub fn cpu_cursor<'s>(&'s self, buffer: &'s Buffer, cpu: u32) -> Option<CpuCursor<'s>> {
+        let c = buffer.cpus.iter().find(|c| c.cpu == cpu)?;
+        let data = match &c.data {
+            DataRef::Mapped(r) => cursor::CursorData::Slice(&self.bytes[r.clone()]),
+            DataRef::Lazy(l) => cursor::CursorData::Window(cursor::Window::new(l, &self.bytes)),
+        };
+        let s = CpuStream::new(c.cpu, data, buffer.page_size, &buffer.name);
+        let s = match (&self.bytes, &c.data) {
+            (Bytes::Map(m), DataRef::Mapped(r)) => s.release_read_pages(m, r.start),
+            _ => s,
+        };
+        Some(CpuCursor::new(s, self.header_page))
     }
 
     /// Events of `buffer`, all CPUs merged by timestamp.
@@ -1163,6 +1194,7 @@ impl TraceFile {
                 let s = CpuStream::new(c.cpu, src, buffer.page_size, &buffer.name);
                 match (&self.bytes, &c.data) {
                     (Bytes::Map(m), DataRef::Mapped(r)) => s.release_read_pages(m, r.start),
+                    (_, DataRef::Lazy(l)) => s.release_decoded(l),
                     _ => s,
                 }
             })

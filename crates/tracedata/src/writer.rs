@@ -749,6 +749,7 @@ mod tests {
             }],
             threads: vec![],
             replaced: Vec::new(),
+            at: None,
         });
         m.trace_id = Some(7);
         let mut stats0 = CpuData::new(0, "/nonexistent");

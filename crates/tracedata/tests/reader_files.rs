@@ -216,6 +216,17 @@ fn build_v7_with(codec: Codec, name: &str, pages: Vec<Vec<u8>>) -> Vec<u8> {
 
 /// A v7 file with the given per-CPU page data and CMDLINES section body.
 fn build_v7_cmdlines(codec: Codec, name: &str, pages: Vec<Vec<u8>>, cmdlines: Vec<u8>) -> Vec<u8> {
+    build_v7_chunked(codec, name, pages, cmdlines, PAGE)
+}
+
+/// A v7 file whose compressed CPU data is cut into chunks of `chunk` bytes.
+fn build_v7_chunked(
+    codec: Codec,
+    name: &str,
+    pages: Vec<Vec<u8>>,
+    cmdlines: Vec<u8>,
+    chunk: usize,
+) -> Vec<u8> {
     let ncpus = pages.len() as u32;
     let cname = match codec {
         Codec::None => "none",
@@ -269,7 +280,7 @@ fn build_v7_cmdlines(codec: Codec, name: &str, pages: Vec<Vec<u8>>, cmdlines: Ve
             o.bytes(&data);
             cpus.push((cpu as u32, at, data.len() as u64));
         } else {
-            let chunks: Vec<&[u8]> = data.chunks(PAGE).collect();
+            let chunks: Vec<&[u8]> = data.chunks(chunk).collect();
             o.u32(chunks.len() as u32);
             let mut size = 0u64;
             for ch in chunks {
@@ -426,6 +437,109 @@ fn cpu_selection_and_trace_cmd_lost_rule() {
     assert_eq!(lost, 1);
 }
 
+/// A CPU's events as a cursor gives them: (ts, payload, lost before it).
+fn by_cursor(
+    f: &TraceFile,
+    b: &ustack_tracedata::Buffer,
+    cpu: u32,
+) -> Vec<(u64, Vec<u8>, Option<Option<u64>>)> {
+    let mut c = f.cpu_cursor(b, cpu).unwrap().trace_cmd_compat();
+    let mut out = Vec::new();
+    while c.advance().unwrap() {
+        let r = c.record().unwrap();
+        assert_eq!(r.cpu, cpu);
+        out.push((r.ts, r.data.to_vec(), c.lost()));
+    }
+    assert!(c.record().is_none());
+    out
+}
+
+/// The same from the merged iterator of that CPU alone.
+fn by_records(
+    f: &TraceFile,
+    b: &ustack_tracedata::Buffer,
+    cpu: u32,
+) -> Vec<(u64, Vec<u8>, Option<Option<u64>>)> {
+    let mut out = Vec::new();
+    let mut lost = None;
+    for it in f.records_of_cpus(b, Some(&[cpu])).trace_cmd_compat() {
+        match it.unwrap() {
+            Item::Lost { count, .. } => lost = Some(count),
+            Item::Event(r) => out.push((r.ts, r.data.to_vec(), lost.take())),
+        }
+    }
+    out
+}
+
+/// The cursor reads what the iterator reads, whatever the compression and
+/// however the chunks cut the pages (one per page, a page and a half, two).
+#[test]
+fn cpu_cursor_reads_what_records_read() {
+    for codec in [Codec::None, Codec::Zlib, Codec::Zstd] {
+        for chunk in [PAGE, PAGE * 3 / 2, PAGE * 2] {
+            let f = open(build_v7_chunked(
+                codec,
+                "",
+                cpu_pages(),
+                blob64(CMDLINES),
+                chunk,
+            ))
+            .unwrap();
+            let b = &f.buffers()[0];
+            let mut total = 0;
+            for c in &b.cpus {
+                let want = by_records(&f, b, c.cpu);
+                assert_eq!(
+                    by_cursor(&f, b, c.cpu),
+                    want,
+                    "{codec:?} chunk {chunk} cpu {}",
+                    c.cpu
+                );
+                total += want.len();
+            }
+            let events = expected().iter().filter(|l| l.starts_with("ev ")).count();
+            assert_eq!(total, events, "{codec:?} chunk {chunk}");
+        }
+    }
+    let f = open(build_v7(Codec::None, "")).unwrap();
+    assert!(f.cpu_cursor(&f.buffers()[0], 99).is_none());
+}
+
+/// Decoded compressed data given back to the kernel while reading (and
+/// all of it by `release_cpu_data`) still reads the same: records kept
+/// from before, a second pass and `cpu_data`.
+#[test]
+fn released_decoded_pages_read_the_same() {
+    // 3 MiB of pages on one CPU: more than one release step.
+    let page = PageBuilder::new(100)
+        .event(0, &payload(10, 1), false)
+        .event(7, &payload(10, 2), false)
+        .finish(PAGE)
+        .unwrap();
+    let data = page.repeat(3 << 20 >> 12);
+    let plain = open(build_v7_with(Codec::None, "", vec![data.clone()])).unwrap();
+    let f = open(build_v7_with(Codec::Zstd, "", vec![data.clone()])).unwrap();
+    let b = &f.buffers()[0];
+    let kept: Vec<_> = f
+        .records(b)
+        .map(|it| match it.unwrap() {
+            Item::Event(r) => r,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(kept.len(), 2 * (3 << 20 >> 12));
+    let copies: Vec<Vec<u8>> = kept.iter().map(|r| r.data.to_vec()).collect();
+    f.release_cpu_data(&b.cpus[0]);
+    for (r, c) in kept.iter().zip(&copies) {
+        assert_eq!(r.data, &c[..]);
+    }
+    assert_eq!(
+        f.cpu_data(&b.cpus[0]),
+        plain.cpu_data(&plain.buffers()[0].cpus[0])
+    );
+    assert_eq!(f.records(b).count(), kept.len());
+}
+
 /// Every strict prefix of a valid file must fail to open with a one-line
 /// error, and none may panic.
 fn check_truncations(name: &str, full: &[u8]) {
@@ -475,6 +589,16 @@ fn corrupted_bytes_never_panic() {
                     for it in f.records(buf) {
                         if let Err(e) = it {
                             assert!(!e.to_string().contains('\n'), "{name}");
+                        }
+                    }
+                    for c in &buf.cpus {
+                        let mut cur = f.cpu_cursor(buf, c.cpu).unwrap();
+                        loop {
+                            match cur.advance() {
+                                Ok(true) => assert!(cur.record().is_some(), "{name}"),
+                                Ok(false) => break,
+                                Err(e) => assert!(!e.to_string().contains('\n'), "{name}"),
+                            }
                         }
                     }
                 }

@@ -101,6 +101,7 @@ fn meta() -> TraceMeta {
                 }],
                 threads: vec![4245, 4244],
                 replaced: Vec::new(),
+                at: None,
             },
             ProcMap {
                 pid: 4243,
@@ -108,6 +109,7 @@ fn meta() -> TraceMeta {
                 maps: vec![],
                 threads: vec![],
                 replaced: Vec::new(),
+                at: None,
             },
         ],
         trace_id: None,

@@ -22,3 +22,5 @@ const size_t ustack_tep_layout[12] = {
 
 /* Where the wrapper sets TEP_EVENT_FL_* bits of an event. */
 const size_t ustack_tep_event_flags_offset = offsetof(struct tep_event, flags);
+/* Where the wrapper reads whether a plugin prints an event. */
+const size_t ustack_tep_event_handler_offset = offsetof(struct tep_event, handler);

@@ -173,13 +173,27 @@ extern "C" {
     pub fn tep_parse_saved_cmdlines(tep: *mut tep_handle, buf: *const c_char) -> c_int;
     /// Registers `comm` for `pid`; 0 on success.
     pub fn tep_register_comm(tep: *mut tep_handle, comm: *const c_char, pid: c_int) -> c_int;
+    /// Sets the level of the messages libtraceevent prints, process-wide
+    /// (`TEP_LOG_INFO` = 4: which plugins load, which handlers take over).
+    pub fn tep_set_loglevel(level: c_int);
     /// Loads the system's plugins into the handle; unload with `tep_unload_plugins`.
     pub fn tep_load_plugins(tep: *mut tep_handle) -> *mut tep_plugin_list;
     /// Unloads plugins loaded with `tep_load_plugins`.
     pub fn tep_unload_plugins(list: *mut tep_plugin_list, tep: *mut tep_handle);
+    /// Writes the path of every plugin of `list` to `s`, each between
+    /// `prefix` and `suffix` (`trace-cmd list -P`).
+    pub fn tep_print_plugins(
+        s: *mut trace_seq,
+        prefix: *const c_char,
+        suffix: *const c_char,
+        list: *const tep_plugin_list,
+    );
     /// Offset of `flags` in `struct tep_event`, from the C header
     /// (compiled in by build.rs from layout.c).
     pub static ustack_tep_event_flags_offset: usize;
+    /// Offset of `handler` (the plugin's print function, a pointer) in
+    /// `struct tep_event`, from the C header (layout.c).
+    pub static ustack_tep_event_handler_offset: usize;
     /// Sets plugin option `name` (`[plugin:]option`) to `val` (null: "1")
     /// for plugins loaded afterwards; 0 on success.
     pub fn tep_plugin_add_option(name: *const c_char, val: *const c_char) -> c_int;

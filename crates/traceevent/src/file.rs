@@ -42,6 +42,19 @@ impl FileTep {
         file: &TraceFile,
         flags: std::ffi::c_int,
     ) -> Result<(FileTep, Vec<TepError>), TepError> {
+        FileTep::with_flags_and_order(file, flags, None)
+    }
+
+    /// [`FileTep::with_flags`], then every format of `order` handed to
+    /// libtraceevent in that order right after the plugins loaded (as
+    /// trace-cmd parses them when it opens a file: what libtraceevent
+    /// says about them comes in that order). With an empty `order`, no
+    /// format is handed over yet: the caller registers one before printing.
+    pub fn with_flags_and_order(
+        file: &TraceFile,
+        flags: std::ffi::c_int,
+        order: Option<&[u16]>,
+    ) -> Result<(FileTep, Vec<TepError>), TepError> {
         let (tep, rejected) = Tep::load_with_flags(
             &TraceSections {
                 long_size: file.long_size(),
@@ -63,7 +76,14 @@ impl FileTep {
         // libtraceevent finds the common fields (type, pid, flags) in the
         // first event it knows: have one before any record is printed, even
         // one of an id the file has no format for.
-        if let Some(id) = file.formats().ids().next() {
+        let first = match order {
+            Some(o) => o.first().copied(),
+            None => file.formats().ids().next(),
+        };
+        if let Some(id) = first {
+            t.register(file.formats(), id);
+        }
+        for &id in order.unwrap_or(&[]) {
             t.register(file.formats(), id);
         }
         Ok((t, rejected))
@@ -75,11 +95,22 @@ impl FileTep {
     pub fn register(&mut self, formats: &Formats, id: u16) {
         let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
         if self.registered[word] & bit == 0 {
+            match formats.text_by_id(id) {
+                Some((system, text)) => self.register_text(id, system, text),
+                None => self.registered[word] |= bit,
+            }
+        }
+    }
+
+    /// Hands `text`, the format of event `id` in `system`, to libtraceevent
+    /// unless a format of `id` was handed already: for callers that keep
+    /// the texts they need instead of the file's [`Formats`].
+    pub fn register_text(&mut self, id: u16, system: &str, text: &[u8]) {
+        let (word, bit) = (id as usize / 64, 1u64 << (id % 64));
+        if self.registered[word] & bit == 0 {
             self.registered[word] |= bit;
-            if let Some((system, text)) = formats.text_by_id(id) {
-                if let Err(e) = self.tep.parse_event(text, system) {
-                    self.tep.skipped.push(e);
-                }
+            if let Err(e) = self.tep.parse_event(text, system) {
+                self.tep.skipped.push(e);
             }
         }
     }

@@ -20,7 +20,10 @@ mod tep;
 pub use file::FileTep;
 pub use filter::{Filter, FilterResult};
 pub use seq::TraceSeq;
-pub use tep::{plugin_add_option, Print, Record, Tep, TepError, TraceSections};
+pub use tep::{
+    flush_c_stdout, plugin_add_option, set_log_level, Print, Record, Tep, TepError, TraceSections,
+    LOG_INFO,
+};
 pub use ustack_traceevent_sys::{
     TEP_DISABLE_PLUGINS, TEP_DISABLE_SYS_PLUGINS, TEP_EVENT_FL_NOHANDLE, TEP_EVENT_FL_PRINTRAW,
 };

@@ -448,6 +448,26 @@ impl Tep {
         Ok(())
     }
 
+    /// The paths of the plugins loaded (see [`Tep::load_plugins`]), each
+    /// line as `trace-cmd list -P` prints it: `  PATH\n`, the last loaded
+    /// first.
+    pub fn plugin_list_text(&self) -> Vec<u8> {
+        let mut seq = TraceSeq::new();
+        let (prefix, suffix) = (c"  ", c"\n");
+        // SAFETY: seq is initialized (TraceSeq invariant); the strings are
+        // NUL-terminated statics; the list is null or the handle's, loaded
+        // by tep_load_plugins and alive while the handle is.
+        unsafe {
+            tep_print_plugins(
+                seq.as_mut_ptr(),
+                prefix.as_ptr(),
+                suffix.as_ptr(),
+                self.h.plugins.get(),
+            )
+        };
+        seq.as_bytes().to_vec()
+    }
+
     /// Loads the system's libtraceevent plugins (once).
     pub fn load_plugins(&mut self) {
         if self.h.plugins.get().is_null() {
@@ -474,6 +494,33 @@ impl Tep {
             p.write_unaligned(p.read_unaligned() | flags);
         }
         true
+    }
+
+    /// Whether libtraceevent prints the info of event `id` from its print
+    /// fmt alone: the event is known, parsed without failure, no plugin
+    /// prints it and no `TEP_EVENT_FL_*` flag changes how (raw, ftrace,
+    /// bprint, no-handle).
+    pub fn event_is_plain(&self, id: u16) -> bool {
+        // SAFETY: the handle is valid (Handle invariant); the event, when
+        // found, is owned by it; `flags` is the int and `handler` the
+        // function pointer at the offsets the C header gives (layout.c),
+        // only read.
+        unsafe {
+            let ev = tep_find_event(self.h.tep, c_int::from(id));
+            if ev.is_null() {
+                return false;
+            }
+            let base = ev.cast::<u8>();
+            let flags = base
+                .add(ustack_tep_event_flags_offset)
+                .cast::<c_int>()
+                .read_unaligned();
+            let handler = base
+                .add(ustack_tep_event_handler_offset)
+                .cast::<*const std::ffi::c_void>()
+                .read_unaligned();
+            flags == 0 && handler.is_null()
+        }
     }
 
     /// With `on`, adding a filter prints it (`'event: expression'`) to the
@@ -503,6 +550,27 @@ impl Tep {
             let p = tep_find_function(self.h.tep, addr);
             (!p.is_null()).then(|| CStr::from_ptr(p).to_string_lossy().into_owned())
         }
+    }
+}
+
+/// libtraceevent's level of informational messages, `TEP_LOG_INFO`.
+pub const LOG_INFO: c_int = 4;
+
+/// Sets the level of the messages libtraceevent prints (process-wide);
+/// at [`LOG_INFO`] it names each plugin it loads and each event a plugin
+/// handler takes over, on the C `stdout` (see [`flush_c_stdout`]).
+pub fn set_log_level(level: c_int) {
+    // SAFETY: sets a global int of the library; no pointers involved.
+    unsafe { tep_set_loglevel(level) }
+}
+
+/// Writes out what libtraceevent printed to the C `stdout` so far, before
+/// Rust writes more to the same file descriptor.
+pub fn flush_c_stdout() {
+    // SAFETY: fflush(NULL) flushes every open C stream; it takes no
+    // pointer of ours.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
     }
 }
 

@@ -472,7 +472,9 @@ pub(crate) fn filter_error(log: &str, filter: &str) -> Option<String> {
         let Some(cmd) = l.strip_prefix("  Command: ") else {
             continue;
         };
-        if cmd != filter || i == 0 {
+        // The kernel logs the filter with the white space around it
+        // stripped.
+        if cmd != filter.trim() || i == 0 {
             continue;
         }
         let Some((_, reason)) = lines[i - 1].rsplit_once("error: ") else {
@@ -516,5 +518,20 @@ mod filter_error_tests {
             Some("Invalid operator at '== 1'")
         );
         assert_eq!(filter_error(log, "other"), None);
+    }
+
+    #[test]
+    fn a_filter_with_white_space_around_it_is_found_stripped() {
+        // What the kernel logs for `prev_pid == ` (the caret past the end).
+        let log = [
+            "[ 2474.500885] event filter parse error: error: Invalid value (did you forget quotes)?",
+            "  Command: prev_pid ==",
+            "                       ^",
+        ]
+        .join("\n");
+        assert_eq!(
+            filter_error(&log, " prev_pid == ").as_deref(),
+            Some("Invalid value (did you forget quotes)?")
+        );
     }
 }

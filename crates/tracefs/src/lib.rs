@@ -266,6 +266,9 @@ impl Tracefs {
     /// Turns an [`EventSpec`] into the list of existing events it names.
     /// An unknown name is an error (never silently ignored).
     pub fn resolve(&self, spec: &EventSpec) -> Result<Vec<EventId>> {
+        if let Some(found) = self.resolve_exact(spec) {
+            return Ok(found);
+        }
         let all = self.all_events()?;
         let matches = |sys_pat: Option<&str>, ev_pat: Option<&str>| -> Vec<EventId> {
             all.iter()
@@ -286,6 +289,31 @@ impl Tracefs {
             });
         }
         Ok(found)
+    }
+
+    /// [`Tracefs::resolve`] without listing every system, for a system
+    /// (and event) named without wildcards that exists: `None` otherwise,
+    /// and the full listing decides. Listing every system's directory is
+    /// most of `record`'s setup in a small guest (eventfs builds them on
+    /// demand); the answer is the same.
+    fn resolve_exact(&self, spec: &EventSpec) -> Option<Vec<EventId>> {
+        let plain = |p: &str| !p.contains(['*', '?']) && p != "." && p != "..";
+        let system = spec.system.as_deref().filter(|s| plain(s))?;
+        let id = |name: String| EventId {
+            system: system.to_string(),
+            name,
+        };
+        match spec.event.as_deref() {
+            None => {
+                let names = self.events(system).ok()?;
+                (!names.is_empty()).then(|| names.into_iter().map(id).collect())
+            }
+            Some(ev) if plain(ev) => self
+                .abs(&format!("events/{system}/{ev}"))
+                .is_dir()
+                .then(|| vec![id(ev.to_string())]),
+            Some(_) => None,
+        }
     }
 
     /// The `format` file of an event.

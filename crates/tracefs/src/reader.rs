@@ -13,7 +13,7 @@ use nix::fcntl::{fcntl, splice, FcntlArg, OFlag, SpliceFFlags};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
@@ -92,13 +92,24 @@ impl CpuReader {
     /// Waits until the kernel says data is ready (per `buffer_percent`) or
     /// the timeout passes. Returns whether it was ready.
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
+        self.wait_or_wake(timeout, None)
+    }
+
+    /// Like [`CpuReader::wait`], but also returns as soon as `wake` is
+    /// readable (a pipe the owner writes to when the reader must stop, so
+    /// that a stop does not wait for the timeout). Returns whether the
+    /// ring buffer was ready.
+    pub fn wait_or_wake(&self, timeout: Duration, wake: Option<BorrowedFd<'_>>) -> Result<bool> {
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        let mut fds = [PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
+        let mut fds = vec![PollFd::new(self.file.as_fd(), PollFlags::POLLIN)];
+        if let Some(w) = wake {
+            fds.push(PollFd::new(w, PollFlags::POLLIN));
+        }
         match poll(
             &mut fds,
             PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX),
         ) {
-            Ok(n) => Ok(n > 0),
+            Ok(n) => Ok(n > 0 && fds[0].revents().is_some_and(|r| !r.is_empty())),
             Err(Errno::EINTR) => Ok(false),
             Err(e) => Err(Error::errno(Op::Poll, &self.shown, e)),
         }
@@ -186,5 +197,50 @@ impl CpuReader {
             }
         }
         Ok(st)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::time::Instant;
+
+    /// A FIFO stands in for `trace_pipe_raw`: with no writer it is never
+    /// ready, so only the wake pipe (or the timeout) can end the wait.
+    #[test]
+    fn wait_or_wake_returns_at_once_when_woken_and_says_whether_data_is_ready() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("trace_pipe_raw");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let r = CpuReader::open(0, &fifo, "fifo", 4096).unwrap();
+        let (wake_r, wake_w) = nix::unistd::pipe2(OFlag::O_CLOEXEC).unwrap();
+
+        // Nothing ready, not woken: the timeout.
+        let t0 = Instant::now();
+        assert!(!r
+            .wait_or_wake(Duration::from_millis(50), Some(wake_r.as_fd()))
+            .unwrap());
+        assert!(t0.elapsed() >= Duration::from_millis(50));
+
+        // Woken: at once, and not "ready".
+        nix::unistd::write(&wake_w, b"x").unwrap();
+        let t0 = Instant::now();
+        assert!(!r
+            .wait_or_wake(Duration::from_secs(10), Some(wake_r.as_fd()))
+            .unwrap());
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+
+        // Data in the buffer: ready, woken or not.
+        let mut w = std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        w.write_all(b"page").unwrap();
+        assert!(r
+            .wait_or_wake(Duration::from_secs(10), Some(wake_r.as_fd()))
+            .unwrap());
+        assert!(r.wait(Duration::from_secs(10)).unwrap());
     }
 }

@@ -71,6 +71,21 @@ fn resolves_event_specs() {
         ["syscalls:sys_enter_read", "syscalls:sys_exit_read"]
     );
     assert_eq!(names("all").len(), 5);
+    // Exact names (found without listing every system) and the same
+    // answers as the full listing where they are not what they seem.
+    assert_eq!(names("sched:sched_wakeup"), ["sched:sched_wakeup"]);
+    assert_eq!(names("sched/sched_switch"), ["sched:sched_switch"]);
+    assert_eq!(
+        names("sched:*"),
+        ["sched:sched_switch", "sched:sched_wakeup"]
+    );
+    for file_not_event in ["sched_switch:enable", "sched:..", "sched:."] {
+        assert!(
+            fs.resolve(&EventSpec::parse(file_not_event).unwrap())
+                .is_err(),
+            "{file_not_event}"
+        );
+    }
     let err = fs
         .resolve(&EventSpec::parse("sched:nope").unwrap())
         .unwrap_err();

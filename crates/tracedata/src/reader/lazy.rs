@@ -4,19 +4,33 @@
 //! trace-cmd stores each CPU's pages as a list of compressed chunks (a few
 //! pages each). Decompressing them all at open made the first line of a
 //! zstd `report` wait for the whole file; here a chunk is decompressed when
-//! a page in it is first asked for. The buffer for the whole CPU is
-//! allocated at open but only becomes resident as chunks are written into
-//! it, and the decoded prefix is never written again, so slices of it stay
-//! valid for the life of the file.
+//! a page in it is first asked for. The decoded prefix is never written
+//! again, so slices of it stay valid for the life of the file.
+//!
+//! Readers that hand out slices (the merged [`super::Records`], and
+//! [`crate::TraceFile::cpu_data`] for the stitched views, which come back
+//! to records at random) need every decoded byte to stay where it is. The
+//! buffer is therefore an unlinked temporary file mapped shared, as
+//! libtracecmd's "zfile" mode decompresses into a temporary file: pages
+//! written or read are given back to the kernel behind the reader
+//! ([`LazyData::release`]) and read again from the page cache when needed,
+//! so the process keeps about what it is reading resident, as with a
+//! mapped uncompressed file, and the kernel can write the rest out under
+//! memory pressure. Where no temporary file can be made, the buffer is
+//! anonymous memory and stays resident. [`super::CpuCursor`] does not use
+//! this buffer at all.
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use super::{ChunkDecoder, Codec, Cur, MAX_UNCOMPRESSED};
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{self, Budget};
+
+/// Decoded bytes between two releases of the pages just written.
+const WRITE_BACK_STEP: usize = 1 << 20;
 
 /// One compressed chunk.
 #[derive(Debug)]
@@ -35,20 +49,109 @@ struct Progress {
     decoder: Option<ChunkDecoder>,
     /// The chunk that failed and why; decoding stops there.
     failed: Option<(usize, String)>,
+    /// Bytes of the decoded prefix whose pages were given back after they
+    /// were written.
+    written_back: usize,
+}
+
+/// The memory of the decoded data.
+///
+/// # Invariants
+/// `ptr` is the start of `len` writable bytes owned by this value: the
+/// shared mapping `map` of a temporary file nobody else has open, or the
+/// allocation of a `Box<[MaybeUninit<u8>]>` of `len` bytes when `map` is
+/// `None`.
+struct Backing {
+    ptr: *mut MaybeUninit<u8>,
+    len: usize,
+    map: Option<memmap2::MmapMut>,
+}
+
+impl Backing {
+    /// A mapped unlinked temporary file of `len` bytes, or else `len`
+    /// bytes of anonymous memory.
+    fn new(len: usize) -> Result<Backing> {
+        if len > 0 {
+            if let Some(mut map) = Self::temp_map(len) {
+                let ptr = map.as_mut_ptr().cast::<MaybeUninit<u8>>();
+                return Ok(Backing {
+                    ptr,
+                    len,
+                    map: Some(map),
+                });
+            }
+        }
+        let mut v: Vec<MaybeUninit<u8>> = Vec::new();
+        v.try_reserve_exact(len)
+            .map_err(|_| Error::corrupt(format!("cannot allocate {len} bytes")))?;
+        // SAFETY: MaybeUninit needs no initialization; the capacity is
+        // exactly `len` (try_reserve_exact on an empty Vec).
+        unsafe { v.set_len(len) };
+        let ptr = Box::into_raw(v.into_boxed_slice()).cast::<MaybeUninit<u8>>();
+        Ok(Backing {
+            ptr,
+            len,
+            map: None,
+        })
+    }
+
+    fn temp_map(len: usize) -> Option<memmap2::MmapMut> {
+        let f = tempfile::tempfile().ok()?;
+        f.set_len(len as u64).ok()?;
+        // SAFETY: the file is unlinked and only this process has it open
+        // (through `f`, closed on return, and the mapping): nothing else
+        // truncates or writes it while it is mapped.
+        unsafe { memmap2::MmapMut::map_mut(&f) }.ok()
+    }
+
+    /// Gives the whole pages of `r` back to the kernel when file-backed.
+    fn release(&self, r: Range<usize>) {
+        let Some(map) = &self.map else { return };
+        const PAGE: usize = 4096;
+        let start = r.start.next_multiple_of(PAGE);
+        let end = r.end.min(self.len) / PAGE * PAGE;
+        if start < end {
+            // SAFETY: MADV_DONTNEED on a shared file mapping only drops
+            // this process's page table entries: the written bytes stay in
+            // the file (page cache) and the next access reads them again,
+            // so no borrowed slice sees a change.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        if self.map.is_none() {
+            // SAFETY: without a map, `ptr` came from Box::into_raw of a
+            // boxed slice of `len` elements (type invariant), freed once.
+            unsafe {
+                drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.ptr, self.len,
+                )))
+            };
+        }
+    }
 }
 
 /// A CPU's compressed data, decompressed on demand.
 ///
 /// # Invariants
-/// `buf` is the allocation of a `Box<[MaybeUninit<u8>]>` of `total` bytes,
-/// owned by this value. Its first `done` bytes are initialized and never
+/// `buf`, once set, is a [`Backing`] of `total` bytes. `done` is 0 until
+/// it is set. The first `done` bytes of `buf` are initialized and never
 /// written again; bytes at and after `done` are only written, by the
 /// holder of the `progress` lock, before `done` grows over them.
 pub(super) struct LazyData {
     codec: Codec,
+    /// The chunk table and frames, as a range of the file.
+    extent: Range<usize>,
+    /// Whether [`LazyData::all_once`] returned true already.
+    all_seen: std::sync::atomic::AtomicBool,
     chunks: Vec<Chunk>,
     total: usize,
-    buf: *mut MaybeUninit<u8>,
+    buf: OnceLock<Backing>,
     done: AtomicUsize,
     progress: Mutex<Progress>,
 }
@@ -113,25 +216,33 @@ impl LazyData {
             });
         }
         budget.take(total).map_err(|e| e.at(off))?;
-        let mut v: Vec<MaybeUninit<u8>> = Vec::new();
-        v.try_reserve_exact(total)
-            .map_err(|_| Error::corrupt(format!("cannot allocate {total} bytes")).at(off))?;
-        // SAFETY: MaybeUninit needs no initialization; the capacity is
-        // exactly `total` (try_reserve_exact on an empty Vec).
-        unsafe { v.set_len(total) };
-        let buf = Box::into_raw(v.into_boxed_slice()) as *mut MaybeUninit<u8>;
         Ok(LazyData {
             codec,
+            extent: r,
+            all_seen: std::sync::atomic::AtomicBool::new(false),
             chunks,
             total,
-            buf,
+            buf: OnceLock::new(),
             done: AtomicUsize::new(0),
             progress: Mutex::new(Progress {
                 next_chunk: 0,
                 decoder: None,
                 failed: None,
+                written_back: 0,
             }),
         })
+    }
+
+    /// The compression of the chunks.
+    pub(super) fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// Chunk `i` of the table: its compressed frame in `file`, its
+    /// uncompressed size and the file offset of its header (for errors).
+    pub(super) fn chunk<'f>(&self, i: usize, file: &'f [u8]) -> Option<(&'f [u8], usize, u64)> {
+        let c = self.chunks.get(i)?;
+        Some((file.get(c.frame.clone()).unwrap_or_default(), c.size, c.at))
     }
 
     /// Size of the whole data once decompressed.
@@ -140,11 +251,22 @@ impl LazyData {
     }
 
     /// The decoded prefix.
-    fn prefix(&self) -> &[u8] {
+    pub(super) fn decoded(&self) -> &[u8] {
         let done = self.done.load(Ordering::Acquire);
+        let Some(b) = self.buf.get() else {
+            return &[];
+        };
         // SAFETY: the first `done` bytes are initialized and never written
         // again (type invariant).
-        unsafe { std::slice::from_raw_parts(self.buf as *const u8, done) }
+        unsafe { std::slice::from_raw_parts(b.ptr as *const u8, done) }
+    }
+
+    /// Gives the decoded bytes `r` back to the kernel (see the module
+    /// documentation): slices of them stay valid.
+    pub(super) fn release(&self, r: Range<usize>) {
+        if let Some(b) = self.buf.get() {
+            b.release(r.start..r.end.min(self.done.load(Ordering::Acquire)));
+        }
     }
 
     /// The decoded data, at least its first `end` bytes (or all of it),
@@ -153,7 +275,7 @@ impl LazyData {
     pub(super) fn upto(&self, file: &[u8], end: usize) -> Result<&[u8]> {
         let end = end.min(self.total);
         if self.done.load(Ordering::Acquire) >= end {
-            return Ok(self.prefix());
+            return Ok(self.decoded());
         }
         let mut p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         while self.done.load(Ordering::Acquire) < end {
@@ -169,13 +291,20 @@ impl LazyData {
             if p.decoder.is_none() {
                 p.decoder = Some(ChunkDecoder::new(self.codec)?);
             }
+            let buf = match self.buf.get() {
+                Some(b) => b,
+                None => {
+                    let b = Backing::new(self.total).map_err(|e| e.at(chunk.at))?;
+                    self.buf.get_or_init(|| b)
+                }
+            };
             let done = self.done.load(Ordering::Acquire);
             // SAFETY: [done, done + size) lies within the buffer (the sizes
             // add up to `total`) and past the decoded prefix, so nothing
             // borrows it; the lock makes this the only writer. Zeroing first
             // makes it initialized before a `&mut [u8]` is made of it.
             let out = unsafe {
-                let dst = self.buf.add(done) as *mut u8;
+                let dst = buf.ptr.add(done) as *mut u8;
                 dst.write_bytes(0, chunk.size);
                 std::slice::from_raw_parts_mut(dst, chunk.size)
             };
@@ -191,27 +320,38 @@ impl LazyData {
             }
             p.next_chunk = i + 1;
             self.done.store(done + chunk.size, Ordering::Release);
+            // What was just written is read back from the page cache when
+            // a reader gets to it.
+            if done + chunk.size >= p.written_back + WRITE_BACK_STEP {
+                buf.release(p.written_back..done + chunk.size);
+                p.written_back = (done + chunk.size) / 4096 * 4096;
+            }
         }
-        Ok(self.prefix())
+        Ok(self.decoded())
+    }
+
+    /// The chunk table and compressed frames, as a range of the file.
+    pub(super) fn extent(&self) -> Range<usize> {
+        self.extent.clone()
+    }
+
+    /// Whether every chunk was decoded (or failed), true only for the
+    /// first caller that sees it: that one may give the file pages of the
+    /// frames back.
+    pub(super) fn all_once(&self) -> bool {
+        if self.all_seen.load(Ordering::Acquire) {
+            return false;
+        }
+        let p = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        (p.next_chunk == self.chunks.len() || p.failed.is_some())
+            && !self.all_seen.swap(true, Ordering::AcqRel)
     }
 
     /// All the data, decompressed; on a bad chunk, the data before it.
     pub(super) fn all(&self, file: &[u8]) -> &[u8] {
         match self.upto(file, self.total) {
             Ok(d) => d,
-            Err(_) => self.prefix(),
+            Err(_) => self.decoded(),
         }
-    }
-}
-
-impl Drop for LazyData {
-    fn drop(&mut self) {
-        // SAFETY: `buf` came from Box::into_raw of a boxed slice of `total`
-        // elements (type invariant) and is freed once.
-        unsafe {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                self.buf, self.total,
-            )))
-        };
     }
 }

@@ -5,6 +5,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use super::*;
+use std::ops::Range;
+
 use crate::page::{Missed, Page, PageItem, PageItems};
 
 /// Up to this many CPUs the merge scans them all for each event; above it
@@ -31,17 +33,12 @@ pub(in crate::reader) enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    fn len(&self) -> usize {
-        match self {
-            Source::Slice(d) => d.len(),
-            Source::Lazy(l, _) => l.len(),
-        }
-    }
-
     /// The bytes `r` (within `len()`), decompressing up to there.
-    fn get(&self, r: std::ops::Range<usize>) -> Result<&'a [u8]> {
+    fn shared(&self, r: Range<usize>) -> Result<&'a [u8]> {
         match *self {
-            Source::Slice(d) => Ok(&d[r]),
+            Source::Slice(d) => d
+                .get(r)
+                .ok_or_else(|| crate::Error::corrupt("page past the end of the data")),
             Source::Lazy(l, file) => {
                 let d = l.upto(file, r.end)?;
                 d.get(r)
@@ -51,31 +48,72 @@ impl<'a> Source<'a> {
     }
 }
 
-pub(super) struct CpuStream<'a> {
+/// A CPU's page data as a [`CpuStream`] reads it: pages are loaded in
+/// order, and the bytes of the page being read are asked for again for
+/// each of its events.
+pub(in crate::reader) trait Pages {
+    /// Size of the whole data.
+    fn len(&self) -> usize;
+    /// Makes the bytes `r` (within `len()`) available to [`Pages::bytes`].
+    fn load(&mut self, r: Range<usize>) -> Result<()>;
+    /// The bytes `r`, loaded by an earlier [`Pages::load`] (empty if they
+    /// were not).
+    fn bytes(&self, r: Range<usize>) -> &[u8];
+}
+
+impl Pages for Source<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Source::Slice(d) => d.len(),
+            Source::Lazy(l, _) => l.len(),
+        }
+    }
+
+    fn load(&mut self, r: Range<usize>) -> Result<()> {
+        self.shared(r).map(|_| ())
+    }
+
+    fn bytes(&self, r: Range<usize>) -> &[u8] {
+        match self {
+            Source::Slice(d) => d.get(r).unwrap_or_default(),
+            Source::Lazy(l, _) => l.decoded().get(r).unwrap_or_default(),
+        }
+    }
+}
+
+/// The page a stream is reading: its data area (as a range of the CPU's
+/// data) and where in it the next item is.
+struct PageAt {
+    data: Range<usize>,
+    pos: usize,
+    ts: u64,
+}
+
+pub(super) struct CpuStream<'a, S: Pages = Source<'a>> {
     /// The mapped file pages of `data`, given back as they are read.
     behind: Option<Behind<'a>>,
-    cpu: u32,
-    data: Source<'a>,
+    pub(super) cpu: u32,
+    pub(super) data: S,
     page_size: usize,
     next_page: usize,
-    page: Option<PageItems<'a>>,
-    /// Next event of this CPU: (ts, payload).
-    peeked: Option<(u64, &'a [u8])>,
+    page: Option<PageAt>,
+    /// Next event of this CPU: (ts, payload as a range of `data`).
+    pub(super) peeked: Option<(u64, Range<usize>)>,
     /// Lost-events info of the page of `peeked`, if it is the page's first event.
-    lost: Option<Missed>,
+    pub(super) lost: Option<Missed>,
     /// Whether `peeked` is the first event of its page at data offset 0.
-    first_on_page: bool,
+    pub(super) first_on_page: bool,
     /// Losses of earlier pages that had no event to attach them to.
     carry: Option<Missed>,
     /// trace-cmd mode: losses of pages without events are forgotten.
-    compat: bool,
+    pub(super) compat: bool,
     done: bool,
     error_ctx: String,
 }
 
-impl<'a> CpuStream<'a> {
+impl<'a, S: Pages> CpuStream<'a, S> {
     /// The stream of `cpu`'s page `data` of the buffer named `buffer`.
-    pub(super) fn new(cpu: u32, data: Source<'a>, page_size: usize, buffer: &str) -> Self {
+    pub(super) fn new(cpu: u32, data: S, page_size: usize, buffer: &str) -> Self {
         CpuStream {
             behind: None,
             cpu,
@@ -97,23 +135,39 @@ impl<'a> CpuStream<'a> {
     /// the kernel once read (see [`Behind`]).
     pub(super) fn release_read_pages(mut self, map: &'a memmap2::Mmap, at: usize) -> Self {
         self.behind = Some(Behind {
-            map,
-            at,
+            pages: Released::Map(map, at),
+            released: 0,
+        });
+        self
+    }
+
+    /// Gives the pages of decoded data `lazy` back to the kernel once read
+    /// (see [`Behind`]).
+    pub(super) fn release_decoded(mut self, lazy: &'a LazyData) -> Self {
+        self.behind = Some(Behind {
+            pages: Released::Lazy(lazy),
             released: 0,
         });
         self
     }
 
     /// Makes `peeked` hold the next event, loading pages as needed.
-    fn fill(&mut self, hp: &HeaderPage) -> Result<()> {
+    pub(super) fn fill(&mut self, hp: &HeaderPage) -> Result<()> {
         if self.peeked.is_some() || self.done {
             return Ok(());
         }
         loop {
-            if let Some(items) = &mut self.page {
-                match items.next() {
+            if let Some(p) = &mut self.page {
+                let bytes = self.data.bytes(p.data.clone());
+                let mut items = PageItems::resume(bytes, p.pos, p.ts);
+                let item = items.next();
+                p.pos = items.position();
+                p.ts = items.time();
+                match item {
                     Some(Ok(PageItem::Event { ts, data, offset })) => {
-                        self.peeked = Some((ts, data));
+                        let start =
+                            p.data.start + (data.as_ptr() as usize - bytes.as_ptr() as usize);
+                        self.peeked = Some((ts, start..start + data.len()));
                         // kbuffer only reports missed events for an event at
                         // the very start of the page data.
                         self.first_on_page = self.lost.is_some() && offset <= 8;
@@ -148,20 +202,29 @@ impl<'a> CpuStream<'a> {
             }
             let end = (start + self.page_size).min(len);
             self.next_page = start + self.page_size;
-            let bytes = self.data.get(start..end).map_err(|e| {
+            if let Err(e) = self.data.load(start..end) {
                 self.done = true;
-                e.context(self.ctx())
-            })?;
-            let page = Page::new(bytes, hp).map_err(|e| {
-                self.done = true;
-                e.context(format!("page at {start:#x}")).context(self.ctx())
-            })?;
+                return Err(e.context(self.ctx()));
+            }
+            let bytes = self.data.bytes(start..end);
+            let page = match Page::new(bytes, hp) {
+                Ok(p) => p,
+                Err(e) => {
+                    self.done = true;
+                    return Err(e.context(format!("page at {start:#x}")).context(self.ctx()));
+                }
+            };
+            let off = start + (page.data().as_ptr() as usize - bytes.as_ptr() as usize);
             self.lost = match (self.carry.take(), page.missed()) {
                 (None, Missed::None) => None,
                 (None, m) => Some(m),
                 (Some(c), m) => Some(merge_missed(Some(c), m)),
             };
-            self.page = Some(page.items());
+            self.page = Some(PageAt {
+                data: off..off + page.data().len(),
+                pos: 0,
+                ts: page.timestamp(),
+            });
         }
     }
 
@@ -282,7 +345,9 @@ impl<'a> Iterator for Records<'a> {
             (ts, i)
         };
         let s = &mut self.streams[i];
-        let (_, data) = s.peeked.take().expect("peeked");
+        let (_, r) = s.peeked.take().expect("peeked");
+        // `fill` loaded these bytes, and shared sources keep them.
+        let data = s.data.shared(r).unwrap_or_default();
         let rec = Record {
             cpu: s.cpu,
             ts,
@@ -307,21 +372,28 @@ impl<'a> Iterator for Records<'a> {
     }
 }
 
-/// Gives the mapped file pages of a CPU's data back to the kernel once the
-/// stream has read past them, so that reading a file keeps about
-/// [`Behind::STEP`] of it per CPU resident instead of all of it (trace-cmd
-/// reads page by page into a buffer it reuses).
+/// Gives the pages of a CPU's data back to the kernel once the stream has
+/// read past them, so that reading a file keeps about [`Behind::STEP`] of
+/// it per CPU resident instead of all of it (trace-cmd reads page by page
+/// into a buffer it reuses).
 ///
-/// The map is a read-only shared file mapping: a page given back is read
-/// again from the page cache on the next access, with the same bytes, so
-/// records still borrowed from it (and later reads through
-/// [`crate::TraceFile::cpu_data`]) stay valid.
+/// The pages are those of the read-only file mapping, or of the temporary
+/// file compressed data is decoded into ([`LazyData::release`]): a page
+/// given back is read again from the page cache on the next access, with
+/// the same bytes, so records still borrowed from it (and later reads
+/// through [`crate::TraceFile::cpu_data`]) stay valid.
 struct Behind<'a> {
-    map: &'a memmap2::Mmap,
-    /// Offset of the CPU's data in the map.
-    at: usize,
+    pages: Released<'a>,
     /// Bytes of the data given back so far.
     released: usize,
+}
+
+/// Whose pages a [`Behind`] gives back.
+enum Released<'a> {
+    /// The file mapping, the CPU's data at this offset in it.
+    Map(&'a memmap2::Mmap, usize),
+    /// Decoded compressed data.
+    Lazy(&'a LazyData),
 }
 
 impl Behind<'_> {
@@ -333,7 +405,10 @@ impl Behind<'_> {
         if offset < self.released + Self::STEP {
             return;
         }
-        dont_need(self.map, self.at + self.released, offset - self.released);
+        match self.pages {
+            Released::Map(map, at) => dont_need(map, at + self.released, offset - self.released),
+            Released::Lazy(l) => l.release(self.released..offset),
+        }
         self.released = offset;
     }
 }
