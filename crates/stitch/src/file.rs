@@ -1,12 +1,13 @@
 //! Stitching straight from a trace.dat file ([`ustack_tracedata::reader::TraceFile`]).
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 use ustack_tracedata::reader::{Buffer, TraceFile};
 use ustack_tracedata::Record;
 
 use crate::trace::{Comms, EventMeta, Index, Locator};
-use ustack_symbolize::{AddressSpaces, Symbolizer};
+use ustack_symbolize::{elf, AddressSpaces, Symbolizer};
 
 /// Error of the file adapter.
 #[derive(Debug)]
@@ -42,7 +43,7 @@ pub fn buffer<'f>(file: &'f TraceFile, name: Option<&str>) -> Result<&'f Buffer,
 }
 
 fn locator(file: &TraceFile, buf: &Buffer) -> Locator {
-    Locator::new(buf.cpus.iter().map(|c| (c.cpu, file.cpu_data(c))))
+    Locator::new(buf.cpus.iter().map(|c| (c.cpu, file.cpu_data(c)))).with_page_size(buf.page_size)
 }
 
 /// Indexes and stitches one buffer of a trace file in one pass.
@@ -101,4 +102,27 @@ pub fn symbolizer(file: &TraceFile) -> Symbolizer {
     let maps = AddressSpaces::new(file.proc_maps());
     let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
     Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
+}
+
+/// Like [`symbolizer`] with files looked up under `root` (`--symfs`), and
+/// the kernel's mapping records (`index`'s [`Index::mappings`]) as timed
+/// observations beside PROCMAPS: they alone name the files of processes
+/// gone before the recorder read their maps.
+pub fn symbolizer_for(file: &TraceFile, index: &Index, root: Option<PathBuf>) -> Symbolizer {
+    let mut maps = AddressSpaces::new(file.proc_maps());
+    let mut bases = HashMap::new();
+    let base = |path: &str, (start, end): (u64, u64), offset: u64| {
+        let d = bases
+            .entry((path.to_string(), offset, end - start))
+            .or_insert_with(|| {
+                elf::base_distance(Path::new(path), root.as_deref(), offset, end - start)
+            });
+        // Not readable here: the frames will say so; keep a plausible base.
+        start.saturating_sub(d.unwrap_or(offset))
+    };
+    for p in index.mappings.timed_proc_maps_with(base) {
+        maps.add(p);
+    }
+    let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
+    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps).with_root(root)
 }

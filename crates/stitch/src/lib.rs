@@ -23,6 +23,9 @@
 //!   compact per-event index (24 bytes per event) the views share.
 //! * [`file`](mod@file): the same straight from a `TraceFile` (one pass), finding a
 //!   record again from its index entry, and a symbolizer for the file.
+//! * [`mappings`]: the kernel's `user_unwind_mapping` records, per process
+//!   and in time order, that symbolize a process which exited before the
+//!   trace was read.
 //! * [`internal`]: the one list of tracing-internal kernel frames
 //!   (`trace_event_raw_event_*`, ftrace callbacks, stack savers) that the
 //!   views hide unless asked.
@@ -51,6 +54,7 @@
 
 pub mod file;
 pub mod internal;
+pub mod mappings;
 pub mod printfmt;
 pub mod stitcher;
 pub mod trace;

@@ -2,6 +2,8 @@
 //! (the event's print format or its plugin), so that the stitched views
 //! show `NR 35 (...)` rather than raw fields.
 
+use std::collections::HashMap;
+
 use ustack_tracedata::{Record, TraceFile};
 use ustack_traceevent as tep;
 use ustack_traceevent::FilterResult;
@@ -10,6 +12,11 @@ use ustack_traceevent::FilterResult;
 /// printk formats and cmdlines, with the `-F` filters of a stitched view.
 pub struct InfoPrinter {
     tep: tep::FileTep,
+    /// The event formats of the file (id, system, text), in file order,
+    /// handed to libtraceevent when an event of that id is first printed.
+    texts: Vec<(u16, String, Box<[u8]>)>,
+    /// Index into `texts` by event id.
+    by_id: HashMap<u16, usize>,
     seq: tep::TraceSeq,
     pos: Vec<tep::Filter>,
     neg: Vec<tep::Filter>,
@@ -26,11 +33,25 @@ impl InfoPrinter {
     /// fall back to the generic field text). Formats, kallsyms, printk
     /// formats or cmdlines libtraceevent cannot parse are skipped.
     ///
-    /// Every format is registered here: [`InfoPrinter::info`] is not given
-    /// the file, so it could not register one on first use.
+    /// A format is handed to libtraceevent when [`InfoPrinter::info`] first
+    /// meets its event (a file holds about 2,300, a trace uses a few), all
+    /// of them when filters are set (they look events up by name). The
+    /// printer does not borrow the file, so it keeps the format texts.
     pub fn new(file: &TraceFile) -> Option<InfoPrinter> {
-        let (mut tep, _rejected) = tep::FileTep::new(file).ok()?;
-        tep.register_all(file.formats());
+        let (tep, _rejected) = tep::FileTep::new(file).ok()?;
+        let formats = file.formats();
+        let texts: Vec<(u16, String, Box<[u8]>)> = formats
+            .ids()
+            .filter_map(|id| {
+                let (system, text) = formats.text_by_id(id)?;
+                Some((id, system.to_string(), text.into()))
+            })
+            .collect();
+        // The first id wins, as in the file's own table.
+        let mut by_id = HashMap::with_capacity(texts.len());
+        for (i, (id, _, _)) in texts.iter().enumerate() {
+            by_id.entry(*id).or_insert(i);
+        }
         // libtraceevent keeps the comms registered before its first comm
         // lookup in a list, one node and one copy per call, and sorts them
         // into a table (which then ignores repeats) at that lookup. The
@@ -40,6 +61,8 @@ impl InfoPrinter {
         let _ = tep.tep().comm_of_pid(1);
         Some(InfoPrinter {
             tep,
+            texts,
+            by_id,
             seq: tep::TraceSeq::new(),
             pos: Vec::new(),
             neg: Vec::new(),
@@ -52,6 +75,9 @@ impl InfoPrinter {
     /// screen refused) or `[UNKNOWN EVENT]` (a format it could not parse at
     /// all); callers then show the fields themselves.
     pub fn info(&mut self, rec: &Record<'_>) -> Option<String> {
+        if let Some(id) = rec.common_type() {
+            self.register(id);
+        }
         let mut raw = tep::Record::new(rec.data, rec.ts, rec.cpu);
         self.seq.reset();
         self.tep
@@ -65,10 +91,22 @@ impl InfoPrinter {
         Some(s.replace('\n', " | "))
     }
 
+    /// Hands the format of event `id` to libtraceevent unless done already.
+    fn register(&mut self, id: u16) {
+        if let Some((id, system, text)) = self.by_id.get(&id).map(|&i| &self.texts[i]) {
+            self.tep.register_text(*id, system, text);
+        }
+    }
+
     /// Selects events with trace-cmd's `-F` filters (`filters`; with
     /// `invert`, as `-v`: hides what they match) for [`InfoPrinter::selects`].
     /// A filter libtraceevent does not accept is a one-line error.
     pub fn set_filters(&mut self, filters: &[String], invert: bool) -> Result<(), String> {
+        if !filters.is_empty() {
+            for i in 0..self.texts.len() {
+                self.register(self.texts[i].0);
+            }
+        }
         for text in filters {
             let f = tep::Filter::new(self.tep.tep(), text).map_err(|e| e.0)?;
             if invert {

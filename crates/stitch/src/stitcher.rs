@@ -11,6 +11,18 @@
 //!   interrupt can slip its own event and cookie in between). A loss on a
 //!   CPU forgets that CPU's recent events, so nothing is ever attached
 //!   across a gap.
+//! * A `user_unwind_page_cookie` (the `userstacktrace_delay` option writes
+//!   one per task, kernel entry and ring-buffer page, before the events it
+//!   covers) gives its cookie to the kernel events of its pid that follow it
+//!   in the same page of the same CPU, up to the pid's next page cookie
+//!   there ([`Input::Page`] starts a page). A zero cookie covers nothing; a
+//!   page cookie of pid 0 with cookie 0 ends every pid's page cookie in the
+//!   page. A `user_unwind_cookie` after an event still takes it (it is
+//!   written after an event that landed in another page than its page
+//!   cookie); events of the pid before a page cookie are closed to later
+//!   `user_unwind_cookie`s. Nothing else is needed inside one page, so
+//!   losses (whole pages, or stretches between pages) never attach a wrong
+//!   cookie.
 //! * Deferred groups are keyed by `(pid, cookie)`. At most one group per pid
 //!   is open (waiting for its stack); a cookie event with another cookie for
 //!   the same pid means the task went back to user space and entered the
@@ -95,6 +107,28 @@ pub enum Input<'a> {
         ts: u64,
         /// Task.
         pid: i32,
+    },
+    /// `ftrace:user_unwind_page_cookie`: the following events of `pid` in
+    /// this page of this CPU belong to `cookie` (see the module rules).
+    PageCookie {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task (0 with a zero cookie: a reset of every task's).
+        pid: i32,
+        /// The cookie, 0 for none.
+        cookie: u64,
+    },
+    /// The records of `cpu` that follow are in another ring-buffer page
+    /// than the ones before (`page` identifies it; only changes matter).
+    Page {
+        /// CPU buffer.
+        cpu: u32,
+        /// The page.
+        page: u64,
     },
     /// `ftrace:user_unwind_cookie`: the event before it on this CPU asked
     /// for a deferred user stack.
@@ -380,6 +414,9 @@ pub struct Stitcher {
     out: Stitched,
     /// The last few kernel events of each CPU, newest last.
     cpus: HashMap<u32, Vec<Last>>,
+    /// Per CPU: its current page and the page cookies seen in it (pid,
+    /// cookie), newest last.
+    pages: HashMap<u32, (u64, Vec<(i32, u64)>)>,
     tasks: HashMap<i32, TaskState>,
     /// Incremented on every loss: a group opened at epoch `e` has seen a
     /// loss iff the epoch moved on.
@@ -412,7 +449,29 @@ impl Stitcher {
                     got_sync: false,
                     got_kstack: false,
                 });
+                let covered = self
+                    .pages
+                    .get(&cpu)
+                    .and_then(|(_, v)| v.iter().rev().find(|&&(p, _)| p == pid))
+                    .map(|&(_, c)| c);
+                if let Some(c) = covered.filter(|&c| c != 0) {
+                    let i = self.cpus[&cpu].len() - 1;
+                    self.attach(cpu, ts, pid, c, Some(i));
+                }
             }
+            Input::Page { cpu, page } => {
+                let e = self.pages.entry(cpu).or_default();
+                if e.0 != page {
+                    *e = (page, Vec::new());
+                }
+            }
+            Input::PageCookie {
+                cpu,
+                ts,
+                pid,
+                cookie,
+                ..
+            } => self.page_cookie(cpu, ts, pid, cookie),
             Input::KernelStack {
                 cpu, pid, stack, ..
             } => self.kernel_stack(cpu, pid, stack),
@@ -441,6 +500,7 @@ impl Stitcher {
             Input::Lost { cpu, ts, count } => {
                 self.out.losses.push(Loss { cpu, ts, count });
                 self.cpus.remove(&cpu);
+                self.pages.remove(&cpu);
                 self.loss_epoch += 1;
             }
         }
@@ -545,26 +605,49 @@ impl Stitcher {
         }
     }
 
+    fn page_cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
+        let list = &mut self.pages.entry(cpu).or_default().1;
+        if pid == 0 && cookie == 0 {
+            list.clear();
+            return;
+        }
+        list.retain(|&(p, _)| p != pid);
+        list.push((pid, cookie));
+        // Earlier events of the task are not the ones a later cookie entry
+        // follows.
+        if let Some(recent) = self.cpus.get_mut(&cpu) {
+            for l in recent.iter_mut().filter(|l| l.pid == pid) {
+                l.got_cookie = true;
+            }
+        }
+        if let Some(c) = NonZeroU64::new(cookie) {
+            let g = self.join(ts, pid, c);
+            self.out.groups[g].cookie_events += 1;
+        }
+    }
+
     fn cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
         // A zero cookie is no cookie (the unwinder never gives it out): the
         // event stays ungrouped.
-        let Some(cookie) = NonZeroU64::new(cookie) else {
+        if cookie == 0 {
             return;
-        };
+        }
         // The event this cookie belongs to.
         let picked = self.pick(cpu, pid, |l| !l.got_cookie);
-        let event = picked.and_then(|i| {
-            let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
-            last.got_cookie = true;
-            Some((last.ev, last.ts))
-        });
-        if event.is_none() {
+        if picked.is_none() {
             self.out.cookies_without_event += 1;
         }
+        let g = self.attach(cpu, ts, pid, cookie, picked);
+        self.out.groups[g].cookie_events += 1;
+    }
+
+    /// The group of `(pid, cookie)`: the task's open group, the one closed
+    /// just before, or the one that got its stack last, if it has this
+    /// cookie; otherwise a new open group (the task entered the kernel
+    /// again: whatever was open never got its stack).
+    fn join(&mut self, ts: u64, pid: i32, cookie: NonZeroU64) -> usize {
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
-        // The open group, the one closed just before, or the one that got
-        // its stack last, in that order, if it has this cookie.
         let known = [state.open, state.prev, state.done]
             .into_iter()
             .flatten()
@@ -572,7 +655,6 @@ impl Stitcher {
         let g = if let Some(g) = known {
             g
         } else {
-            // A new kernel entry: whatever was open never got its stack.
             self.close_lost(pid);
             let g = self.new_group(pid, GroupKind::Deferred, Some(cookie), ts);
             let t = self.tasks.entry(pid).or_default();
@@ -581,8 +663,21 @@ impl Stitcher {
             g
         };
         let grp = &mut self.out.groups[g];
-        grp.cookie_events += 1;
         grp.last_ts = grp.last_ts.max(ts);
+        g
+    }
+
+    /// Puts recent event `picked` of `cpu` (if any) into the group of
+    /// `(pid, cookie)` (`cookie` is not zero) and returns the group.
+    fn attach(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64, picked: Option<usize>) -> usize {
+        let cookie = NonZeroU64::new(cookie).expect("attach: zero cookie");
+        let event = picked.and_then(|i| {
+            let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
+            last.got_cookie = true;
+            Some((last.ev, last.ts))
+        });
+        let g = self.join(ts, pid, cookie);
+        let grp = &mut self.out.groups[g];
         if let Some((ev, ev_ts)) = event {
             grp.first_ts = grp.first_ts.min(ev_ts);
             // Most groups hold 1 to 3 events: grow by one instead of to
@@ -595,6 +690,7 @@ impl Stitcher {
                 self.place(cpu, i, (g, idx));
             }
         }
+        g
     }
 
     fn user_stack(&mut self, seq: u64, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {

@@ -13,6 +13,7 @@ use ustack_tracedata::format::{EventFormat, FieldKind};
 use ustack_tracedata::reader::Item;
 use ustack_tracedata::Record;
 
+use crate::mappings::{KernelMaps, MappingFormat};
 use crate::stitcher::{Input, Stitched, Stitcher};
 
 /// The events the stitcher treats specially, found by name in a file's
@@ -20,6 +21,7 @@ use crate::stitcher::{Input, Stitched, Stitcher};
 #[derive(Debug, Clone, Default)]
 pub struct SpecialEvents {
     cookie: Option<EventFormat>,
+    page_cookie: Option<EventFormat>,
     unwind_stack: Option<EventFormat>,
     user_stack: Option<EventFormat>,
     kernel_stack: Option<EventFormat>,
@@ -27,8 +29,8 @@ pub struct SpecialEvents {
 
 impl SpecialEvents {
     /// Picks the special events among `formats` (the `ftrace` system's
-    /// `user_unwind_cookie`, `user_unwind_stack`, `user_stack`,
-    /// `kernel_stack`).
+    /// `user_unwind_cookie`, `user_unwind_page_cookie`, `user_unwind_stack`,
+    /// `user_stack`, `kernel_stack`).
     pub fn new<'f>(formats: impl IntoIterator<Item = &'f EventFormat>) -> Self {
         let mut s = SpecialEvents::default();
         for f in formats {
@@ -37,6 +39,7 @@ impl SpecialEvents {
             }
             let slot = match f.name.as_str() {
                 "user_unwind_cookie" => &mut s.cookie,
+                "user_unwind_page_cookie" => &mut s.page_cookie,
                 "user_unwind_stack" => &mut s.unwind_stack,
                 "user_stack" => &mut s.user_stack,
                 "kernel_stack" => &mut s.kernel_stack,
@@ -49,7 +52,7 @@ impl SpecialEvents {
 
     /// True when the file has the deferred unwinding events.
     pub fn has_deferred(&self) -> bool {
-        self.cookie.is_some() || self.unwind_stack.is_some()
+        self.cookie.is_some() || self.page_cookie.is_some() || self.unwind_stack.is_some()
     }
 
     fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
@@ -69,17 +72,24 @@ impl SpecialEvents {
             return plain;
         };
         scratch.clear();
+        let cookie = |f: &EventFormat| rec.u64_field(f, "cookie").ok();
         if let Some(f) = Self::is(&self.cookie, id) {
-            return match rec.u64_field(f, "cookie") {
-                Ok(cookie) => Input::Cookie {
-                    seq,
-                    cpu,
-                    ts,
-                    pid,
-                    cookie,
-                },
-                Err(_) => plain,
-            };
+            return cookie(f).map_or(plain, |cookie| Input::Cookie {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+            });
+        }
+        if let Some(f) = Self::is(&self.page_cookie, id) {
+            return cookie(f).map_or(plain, |cookie| Input::PageCookie {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+            });
         }
         if let Some(f) = Self::is(&self.unwind_stack, id) {
             let (Ok(cookie), Ok(stack)) =
@@ -216,6 +226,8 @@ impl EventMeta {
 pub struct Locator {
     /// (cpu, start address, length) of each CPU's data.
     bases: Vec<(u32, usize, usize)>,
+    /// Ring-buffer page size of the data, 0 when unknown.
+    page_size: usize,
 }
 
 impl Locator {
@@ -226,7 +238,27 @@ impl Locator {
                 .into_iter()
                 .map(|(c, d)| (c, d.as_ptr() as usize, d.len()))
                 .collect(),
+            page_size: 0,
         }
+    }
+
+    /// The same, telling the ring-buffer page size of the data (pages are
+    /// where `user_unwind_page_cookie`s apply).
+    pub fn with_page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size;
+        self
+    }
+
+    /// The page of `cpu`'s data that `data` is in, when known.
+    pub fn page(&self, cpu: u32, data: &[u8]) -> Option<u64> {
+        if self.page_size == 0 {
+            return None;
+        }
+        let p = data.as_ptr() as usize;
+        self.bases
+            .iter()
+            .find(|&&(c, start, len)| c == cpu && p >= start && p < start + len)
+            .map(|&(_, start, _)| ((p - start) / self.page_size) as u64)
     }
 
     /// `offset << 16 | len` of `data` inside the data of `cpu`, or
@@ -308,6 +340,8 @@ pub struct Index {
     /// Events the kernel lost per CPU by its own count (`overrun` plus
     /// `dropped events` of the per-CPU stats saved in the file), when known.
     pub kernel_lost: Vec<(u32, u64)>,
+    /// The kernel's mapping records (`user_unwind_mapping`), per process.
+    pub mappings: KernelMaps,
 }
 
 impl Index {
@@ -338,6 +372,11 @@ impl Index {
         let mut losses = Vec::new();
         let mut scratch = Vec::new();
         let mut error = None;
+        // Per CPU, the page of its last record (pages tell where page
+        // cookies apply; an unknown page is a page of its own).
+        let mut pages: HashMap<u32, u64> = HashMap::new();
+        let mapping = MappingFormat::new(formats.values());
+        let mut mappings = KernelMaps::default();
         let comm_of_switch = formats
             .values()
             .find(|f| f.system == "sched" && f.name == "sched_switch")
@@ -357,6 +396,20 @@ impl Index {
                     });
                     if let Some(f) = comm_of_switch.as_ref().filter(|f| f.id == id) {
                         learn_switch_comms(&mut comms, f, &rec);
+                    }
+                    let page = locator.page(rec.cpu, rec.data).unwrap_or(u64::MAX - seq);
+                    if pages.insert(rec.cpu, page) != Some(page) {
+                        st.push(Input::Page { cpu: rec.cpu, page });
+                    }
+                    // A mapping record describes the process, not a
+                    // kernel event of its task: it joins no group (the
+                    // unwind callback writes it after the task's page
+                    // cookie, in the same page as the events it covers).
+                    if let Some(m) = mapping.as_ref().filter(|f| f.id() == id) {
+                        if let Some(m) = m.decode(&rec) {
+                            mappings.push(m);
+                        }
+                        continue;
                     }
                     st.push(special.input(seq, &rec, &mut scratch));
                 }
@@ -391,6 +444,7 @@ impl Index {
             comms,
             error,
             kernel_lost: Vec::new(),
+            mappings,
         }
     }
 

@@ -200,12 +200,14 @@ pub fn detail<'r>(
     let user_frames = g
         .user_stack
         .map(|u| {
+            // The maps of the image the process ran when the stack was taken.
+            let ts = Some(idx.cpu_ts(u.seq).1);
             idx.stitched
                 .stacks
                 .get(u.stack)
                 .iter()
                 .enumerate()
-                .map(|(i, &a)| sym.user(g.pid, a, i > 0))
+                .map(|(i, &a)| sym.user_at(g.pid, ts, a, i > 0))
                 .collect()
         })
         .unwrap_or_default();

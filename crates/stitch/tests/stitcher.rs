@@ -591,3 +591,211 @@ fn zero_cookies_group_nothing() {
     ]);
     assert!(s.groups.is_empty());
 }
+
+// Page cookies (`user_unwind_page_cookie`, kernel-patch 0005): written before
+// the events they cover, one per task, kernel entry and ring-buffer page.
+
+fn pc(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64) -> Input<'static> {
+    Input::PageCookie {
+        seq,
+        cpu,
+        ts,
+        pid,
+        cookie,
+    }
+}
+fn page(cpu: u32, page: u64) -> Input<'static> {
+    Input::Page { cpu, page }
+}
+
+const C1: u64 = 0x3_0000_0001;
+const C2: u64 = 0x5_0000_0001;
+const D1: u64 = 0x7_0000_0002;
+
+#[test]
+fn page_cookie_covers_the_following_events_of_its_task_only() {
+    // Two tasks interleaved on one page: each takes its own page cookie.
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 0, 101, 42),
+        pc(2, 0, 102, 43, D1),
+        k(3, 0, 103, 43),
+        k(4, 0, 104, 42),
+        k(5, 0, 105, 43),
+        k(6, 0, 106, 44), // a task with no page cookie: ungrouped
+        us(7, 0, 110, 42, C1, &[0x401000]),
+        us(8, 0, 111, 43, D1, &[0x501000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(C1),
+                Status::Complete,
+                vec![1, 4],
+                Some(vec![0x401000])
+            ),
+            (
+                43,
+                Some(D1),
+                Status::Complete,
+                vec![3, 5],
+                Some(vec![0x501000])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn same_task_entering_again_in_the_same_page_takes_the_new_cookie() {
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 0, 101, 42),
+        us(2, 0, 102, 42, C1, &[0x401000]),
+        pc(3, 0, 110, 42, C2),
+        k(4, 0, 111, 42),
+        k(5, 0, 112, 42),
+        us(6, 0, 113, 42, C2, &[0x402000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(C1),
+                Status::Complete,
+                vec![1],
+                Some(vec![0x401000])
+            ),
+            (
+                42,
+                Some(C2),
+                Status::Complete,
+                vec![4, 5],
+                Some(vec![0x402000])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn page_cookie_does_not_reach_into_the_next_page() {
+    // The event in the next page has no page cookie of its own there and
+    // no cookie entry after it: it stays ungrouped.
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 0, 101, 42),
+        page(0, 2),
+        k(2, 0, 102, 42),
+        us(3, 0, 110, 42, C1, &[0x401000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(
+            42,
+            Some(C1),
+            Status::Complete,
+            vec![1],
+            Some(vec![0x401000])
+        )]
+    );
+}
+
+#[test]
+fn cookie_entry_after_an_event_in_a_new_page_attaches_it() {
+    // The page cookie filled page 1; its event went to page 2 and was
+    // followed by a cookie entry.
+    let s = stitch([
+        page(0, 1),
+        k(0, 0, 99, 42),
+        pc(1, 0, 100, 42, C1),
+        page(0, 2),
+        k(2, 0, 101, 42),
+        c(3, 0, 102, 42, C1),
+        k(4, 0, 103, 42), // no page cookie in page 2, no cookie entry: none
+        us(5, 0, 110, 42, C1, &[0x401000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(
+            42,
+            Some(C1),
+            Status::Complete,
+            vec![2],
+            Some(vec![0x401000])
+        )]
+    );
+    // The page cookie closed event 0 for the cookie entry: it is not taken.
+    assert_eq!(s.cookies_without_event, 0);
+}
+
+#[test]
+fn a_lost_page_between_never_carries_a_page_cookie_over() {
+    // Same page id on both sides of a loss (a reader cannot tell pages
+    // apart by id alone): the loss ends the page cookies of the CPU.
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 0, 101, 42),
+        lost(0, 200, 30),
+        k(2, 0, 201, 42),
+        pc(3, 0, 202, 42, C2),
+        k(4, 0, 203, 42),
+        us(5, 0, 210, 42, C2, &[0x402000]),
+    ]);
+    let sum = summary(&s);
+    assert_eq!(sum.len(), 2);
+    assert_eq!(sum[0].0, 42);
+    assert_eq!(sum[0].1, Some(C1));
+    assert_eq!(sum[0].2, Status::StackLost);
+    assert_eq!(sum[0].3, vec![1]);
+    assert_eq!(
+        sum[1],
+        (
+            42,
+            Some(C2),
+            Status::Complete,
+            vec![4],
+            Some(vec![0x402000])
+        )
+    );
+}
+
+#[test]
+fn zero_page_cookies_end_coverage() {
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        pc(1, 0, 100, 43, D1),
+        k(2, 0, 101, 42),
+        pc(3, 0, 102, 42, 0), // the task is exiting: no cookie from here
+        k(4, 0, 103, 42),
+        k(5, 0, 104, 43),
+        pc(6, 0, 105, 0, 0), // the option went off: every task's ends
+        k(7, 0, 106, 43),
+        k(8, 0, 107, 42),
+    ]);
+    let sum = summary(&s);
+    assert_eq!(sum.len(), 2);
+    assert_eq!((sum[0].0, sum[0].1, &sum[0].3), (42, Some(C1), &vec![2]));
+    assert_eq!((sum[1].0, sum[1].1, &sum[1].3), (43, Some(D1), &vec![5]));
+}
+
+#[test]
+fn page_cookies_are_per_cpu() {
+    let s = stitch([
+        page(0, 1),
+        page(1, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 1, 101, 42), // same page id, other CPU: not covered
+        k(2, 0, 102, 42),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(42, Some(C1), Status::Pending, vec![2], None)]
+    );
+}

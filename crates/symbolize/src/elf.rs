@@ -18,12 +18,41 @@ use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, SymbolKind};
 
+use crate::dwarf::LazyDwarf;
+
 /// Largest file opened: bigger than any real binary or debug file we
 /// expect, small enough to refuse absurd sparse files early.
 pub const MAX_FILE: u64 = 4 << 30;
 
 /// Largest total size of the DWARF sections (after decompression) loaded.
 pub const MAX_DWARF: u64 = 1 << 30;
+
+/// How far past the load base (where the lowest `PT_LOAD` segment's page
+/// is mapped) a mapping of `len` bytes of the ELF file `path` (looked up
+/// under `root` first) from file offset `offset` is mapped: its load base
+/// is its start minus this. The segment is the one whose pages hold the
+/// whole mapping (a page at a segment boundary is in two segments, the
+/// length tells them apart). `None` when the file cannot be read as ELF or
+/// no segment holds the mapping. For mapping records that give (start,
+/// end, file offset), as the kernel's do.
+pub fn base_distance(path: &Path, root: Option<&Path>, offset: u64, len: u64) -> Option<u64> {
+    let map = candidates(path, root)
+        .into_iter()
+        .find_map(|p| Mapped::open(&p))?;
+    let file = object::File::parse(map.bytes()).ok()?;
+    let mut first = u64::MAX;
+    let mut found = None;
+    for s in file.segments() {
+        let (off, _) = s.file_range();
+        let va = s.address();
+        first = first.min(va & !0xfff);
+        let span = (off & !0xfff)..off.saturating_add(s.size()).saturating_add(0xfff) & !0xfff;
+        if span.contains(&offset) && offset.saturating_add(len) <= span.end {
+            found = Some((va.wrapping_sub(off).wrapping_add(offset)) & !0xfff);
+        }
+    }
+    found?.checked_sub(first)
+}
 
 /// A read-only mapping of a regular file.
 pub(crate) struct Mapped(memmap2::Mmap);
@@ -63,9 +92,9 @@ pub(crate) struct ElfSymbols {
     segments: Vec<(u64, u64, u64)>,
     /// (address, size, name) sorted by address.
     syms: Vec<(u64, u64, String)>,
-    /// Line tables (parsed lazily by addr2line), when the file or its debug
-    /// file has DWARF.
-    dwarf: Option<addr2line::Loader>,
+    /// Line tables (read at the first lookup, one unit at a time), when
+    /// the file or its debug file has DWARF.
+    dwarf: Option<LazyDwarf>,
 }
 
 impl std::fmt::Debug for ElfSymbols {
@@ -111,7 +140,7 @@ impl ElfSymbols {
                 }
             }
         }
-        let dwarf = dwarf_path.and_then(|p| addr2line::Loader::new(p).ok());
+        let dwarf = dwarf_path.map(LazyDwarf::new);
         Some(ElfSymbols {
             segments,
             syms,
@@ -123,19 +152,7 @@ impl ElfSymbols {
     /// the outermost of the inline frames there (the innermost may be code
     /// inlined from anywhere).
     pub(crate) fn location(&self, vaddr: u64) -> Option<String> {
-        let mut frames = self.dwarf.as_ref()?.find_frames(vaddr).ok()?;
-        let mut out = None;
-        while let Ok(Some(f)) = frames.next() {
-            if let Some(loc) = f.location {
-                if let Some(file) = loc.file {
-                    out = Some(match loc.line {
-                        Some(l) => format!("{file}:{l}"),
-                        None => file.to_string(),
-                    });
-                }
-            }
-        }
-        out
+        self.dwarf.as_ref()?.location(vaddr)
     }
 
     /// Virtual address of `off` bytes after the load base (where the lowest

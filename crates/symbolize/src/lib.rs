@@ -19,6 +19,7 @@
 //! The `object` crate is used for ELF rather than blazesym: it is already a
 //! workspace dependency and builds in seconds on a shared machine.
 
+mod dwarf;
 pub mod elf;
 mod frame;
 pub mod kallsyms;
@@ -72,6 +73,8 @@ pub struct Symbolizer {
     elves: Vec<Option<ElfSymbols>>,
     /// (file index, offset from its load base) -> result.
     cache: HashMap<(usize, u64), Resolved>,
+    /// Looks every frame up again (for measuring what the cache saves).
+    no_cache: bool,
 }
 
 impl Symbolizer {
@@ -99,6 +102,14 @@ impl Symbolizer {
         self
     }
 
+    /// Without the (file, offset) cache: every frame is looked up in its
+    /// file's symbol tables and line table again (files still load once).
+    /// Only for measuring what the cache saves (`bench/symbols.sh`).
+    pub fn without_cache(mut self) -> Self {
+        self.no_cache = true;
+        self
+    }
+
     /// The process address spaces.
     pub fn maps(&self) -> &AddressSpaces {
         &self.spaces
@@ -117,22 +128,30 @@ impl Symbolizer {
     /// symbol is then looked up at `addr - 1`, inside the call. A frame
     /// without a symbol says why in [`Frame::unresolved`].
     pub fn user(&mut self, pid: i32, addr: u64, return_addr: bool) -> Frame {
-        let (mut f, why) = self.user_frame(pid as u32, addr, return_addr);
+        self.user_at(pid, None, addr, return_addr)
+    }
+
+    /// Like [`Symbolizer::user`], for a stack taken at trace time `ts`:
+    /// the address is looked up in the maps of the image the process ran
+    /// then (`None`: the latest; see [`AddressSpaces::find_at`]).
+    pub fn user_at(&mut self, pid: i32, ts: Option<u64>, addr: u64, return_addr: bool) -> Frame {
+        let (mut f, why) = self.user_frame(pid as u32, ts, addr, return_addr);
         f.unresolved = why;
         f
     }
 
-    /// Like [`Symbolizer::user`], with the reason apart.
+    /// Like [`Symbolizer::user_at`], with the reason apart.
     pub fn user_frame(
         &mut self,
         pid: u32,
+        ts: Option<u64>,
         addr: u64,
         return_addr: bool,
     ) -> (Frame, Option<Unresolved>) {
         if self.live && !self.spaces.has(pid) && self.live_read.insert(pid) {
             self.read_live(pid);
         }
-        let m = match self.spaces.find(pid, addr) {
+        let m = match self.spaces.find_at(pid, ts, addr) {
             Ok(m) => m,
             Err(why) => {
                 let mut f = Frame::unknown(addr);
@@ -168,6 +187,7 @@ impl Symbolizer {
         };
         let r = match self.cache.get(&(file, base_off)) {
             Some(r) => r.clone(),
+            None if self.no_cache => resolve(self.elves[file].as_ref(), base_off),
             None => {
                 let r = resolve(self.elves[file].as_ref(), base_off);
                 self.cache.insert((file, base_off), r.clone());

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use ustack_tracedata::{LibMap, ProcMap};
+use ustack_tracedata::{LibMap, MapsAt, MapsKind, ProcMap};
 
 /// Why a user address has no symbol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -47,17 +47,61 @@ impl Unresolved {
     }
 }
 
-/// One process: its command name, its mappings sorted by start, and the
-/// mappings of earlier images that those replaced.
+/// One timed observation of a process's maps (a PROCMAPS entry with
+/// `at:`), sorted by time in [`Process::sets`].
+#[derive(Debug, Clone)]
+struct Set {
+    at: MapsAt,
+    maps: Vec<LibMap>,
+}
+
+/// One process: its command name, its untimed mappings (sorted by start)
+/// with the mappings of earlier images that those replaced, and its timed
+/// history.
 #[derive(Debug, Default, Clone)]
 struct Process {
     comm: String,
     maps: Vec<LibMap>,
     replaced: Vec<LibMap>,
+    /// Timed observations, by time; at one time an exec comes first.
+    sets: Vec<Set>,
 }
+
+/// How deep a chain of forks is followed to find a child's maps in its
+/// ancestors.
+const MAX_FORK_DEPTH: usize = 32;
 
 /// The mappings of the processes of a trace, and which process each known
 /// task belongs to.
+///
+/// # Sources of maps, and how a new one plugs in
+///
+/// Every source hands what it saw to [`AddressSpaces::add`] as a
+/// [`ProcMap`]: one process (tgid), its file mappings (`start` = the load
+/// base of the file, where file offset 0 would be mapped; `end`; `path`),
+/// the threads it knows of, and [`ProcMap::at`], the trace time and kind of
+/// the observation:
+///
+/// * `/proc/PID/maps` read by the recorder (on first sight of a process, at
+///   a ptrace exec or exit stop): [`MapsKind::Snapshot`] at the time of the
+///   read;
+/// * an exec (`sched_process_exec`, a ptrace exec stop):
+///   [`MapsKind::Exec`], with the new image's maps when they were read;
+/// * a fork (`task_newtask` without `CLONE_THREAD`): [`MapsKind::Fork`],
+///   no maps;
+/// * mappings seen as they are made (the kernel's `user_unwind_mapping`
+///   records): [`MapsKind::Add`] at the record's time, one entry per record
+///   or per batch, `start = vm_start - pgoff` for the file's load base;
+/// * trace-cmd's PROCMAPS and older files: `at: None`, valid for the whole
+///   trace.
+///
+/// A stack taken at time `t` is resolved by [`AddressSpaces::find_at`] with
+/// the maps of the image its process ran at `t`: the observations between
+/// the last exec before `t` and the first exec after it, nearest to `t`
+/// first (earlier ones first, then later ones: a process first seen after
+/// the stack still resolves, a library loaded since the last read too);
+/// before its first exec a forked child looks in its parent at the fork.
+/// A source needs nothing else: no order of calls, no merging of its own.
 #[derive(Debug, Default, Clone)]
 pub struct AddressSpaces {
     /// By process id (tgid).
@@ -78,7 +122,9 @@ impl AddressSpaces {
         s
     }
 
-    /// Adds one process's maps and threads.
+    /// Adds one observation of a process: its maps and threads, timed
+    /// (`m.at`) or valid for the whole trace. See the type's docs for
+    /// what each source gives.
     pub fn add(&mut self, m: ProcMap) {
         for &t in &m.threads {
             if t != m.pid {
@@ -89,9 +135,21 @@ impl AddressSpaces {
         if !m.comm.is_empty() {
             p.comm = m.comm;
         }
-        p.maps.extend(m.maps);
-        p.maps.sort_by_key(|l| l.start);
-        p.replaced.extend(m.replaced);
+        match m.at {
+            Some(at) => {
+                let rank = |s: &Set| (s.at.ts, s.at.kind != MapsKind::Exec);
+                let mut maps = m.maps;
+                maps.sort_by_key(|l| l.start);
+                let set = Set { at, maps };
+                let i = p.sets.partition_point(|s| rank(s) <= rank(&set));
+                p.sets.insert(i, set);
+            }
+            None => {
+                p.maps.extend(m.maps);
+                p.maps.sort_by_key(|l| l.start);
+                p.replaced.extend(m.replaced);
+            }
+        }
     }
 
     /// Notes that task `tid` belongs to process `tgid`.
@@ -120,37 +178,92 @@ impl AddressSpaces {
         (!p.comm.is_empty()).then_some(p.comm.as_str())
     }
 
-    /// The mapping that holds `addr` in task `tid`'s process. An address
-    /// that an earlier image mapped differently (see
-    /// [`ProcMap::replaced`]) has no one answer; one that only an earlier
-    /// image mapped resolves through that image.
+    /// The mapping that holds `addr` in task `tid`'s process as it was at
+    /// the end of the trace: [`AddressSpaces::find_at`] without a time.
     pub fn find(&self, tid: u32, addr: u64) -> Result<&LibMap, Unresolved> {
-        let p = self
-            .tgid(tid)
-            .and_then(|t| self.procs.get(&t))
-            .ok_or(Unresolved::ProcessUnknown)?;
-        let i = p.maps.partition_point(|m| m.start <= addr);
-        let cur = i
-            .checked_sub(1)
-            .and_then(|i| p.maps.get(i))
-            .filter(|m| addr < m.end);
-        let mut old = p
-            .replaced
+        self.find_at(tid, None, addr)
+    }
+
+    /// The mapping that holds `addr` in task `tid`'s process at trace time
+    /// `ts` (`None`: the latest image). See the type's docs for the rule.
+    pub fn find_at(&self, tid: u32, ts: Option<u64>, addr: u64) -> Result<&LibMap, Unresolved> {
+        let tgid = self.tgid(tid).ok_or(Unresolved::ProcessUnknown)?;
+        self.find_in(tgid, ts.unwrap_or(u64::MAX), addr, 0)
+    }
+
+    fn find_in(&self, tgid: u32, ts: u64, addr: u64, depth: usize) -> Result<&LibMap, Unresolved> {
+        let p = self.procs.get(&tgid).ok_or(Unresolved::ProcessUnknown)?;
+        // This image's observations: from the last exec or fork (a new
+        // process, maybe under a recycled pid) at or before ts to the next.
+        let starts = |s: &Set| matches!(s.at.kind, MapsKind::Exec | MapsKind::Fork { .. });
+        let end = p.sets.partition_point(|s| s.at.ts <= ts);
+        let from = p.sets[..end].iter().rposition(starts);
+        let to = end
+            + p.sets[end..]
+                .iter()
+                .position(starts)
+                .unwrap_or(p.sets.len() - end);
+        let image = &p.sets[from.unwrap_or(0)..to];
+        let split = end - from.unwrap_or(0);
+        let (before, after) = image.split_at(split);
+        if let Some(m) = before
             .iter()
-            .filter(|r| r.start <= addr && addr < r.end);
-        match (cur, old.next()) {
-            (Some(m), None) => Ok(m),
-            (Some(m), Some(r)) if r.path == m.path && r.start == m.start => Ok(m),
-            (Some(_), Some(_)) => Err(Unresolved::Replaced),
-            (None, Some(r)) if old.all(|o| o.path == r.path && o.start == r.start) => Ok(r),
-            (None, Some(_)) => Err(Unresolved::Replaced),
-            (None, None) => Err(Unresolved::Anonymous),
+            .rev()
+            .chain(after)
+            .find_map(|s| holding(&s.maps, addr))
+        {
+            return Ok(m);
+        }
+        match from.map(|i| p.sets[i].at) {
+            // A forked child runs its parent's image until it execs.
+            Some(MapsAt {
+                ts: at,
+                kind: MapsKind::Fork { parent },
+            }) if depth < MAX_FORK_DEPTH && parent != tgid => {
+                return self.find_in(parent, at, addr, depth + 1);
+            }
+            // Before anything timed: what the untimed maps say.
+            None if !p.maps.is_empty() || !p.replaced.is_empty() || p.sets.is_empty() => {
+                return untimed(p, addr);
+            }
+            _ => {}
+        }
+        if image.iter().any(|s| !s.maps.is_empty()) {
+            Err(Unresolved::Anonymous)
+        } else {
+            Err(Unresolved::ProcessUnknown)
         }
     }
 
     /// Process ids with mappings.
     pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.procs.keys().copied()
+    }
+}
+
+/// The mapping of `maps` (sorted by start) that holds `addr`.
+fn holding(maps: &[LibMap], addr: u64) -> Option<&LibMap> {
+    let i = maps.partition_point(|m| m.start <= addr);
+    maps[..i].last().filter(|m| addr < m.end)
+}
+
+/// The lookup in a process's untimed maps: an address that an earlier
+/// image mapped differently (see [`ProcMap::replaced`]) has no one answer;
+/// one that only an earlier image mapped resolves through that image.
+fn untimed(p: &Process, addr: u64) -> Result<&LibMap, Unresolved> {
+    let cur = holding(&p.maps, addr);
+    let mut old = p
+        .replaced
+        .iter()
+        .filter(|r| r.start <= addr && addr < r.end);
+    match (cur, old.next()) {
+        (Some(m), None) => Ok(m),
+        (Some(m), Some(r)) if r.path == m.path && r.start == m.start => Ok(m),
+        (Some(_), Some(_)) => Err(Unresolved::Replaced),
+        (None, Some(r)) if old.all(|o| o.path == r.path && o.start == r.start) => Ok(r),
+        (None, Some(_)) => Err(Unresolved::Replaced),
+        (None, None) if p.maps.is_empty() && p.sets.is_empty() => Err(Unresolved::ProcessUnknown),
+        (None, None) => Err(Unresolved::Anonymous),
     }
 }
 
@@ -172,6 +285,7 @@ mod tests {
                 .collect(),
             threads: threads.to_vec(),
             replaced: Vec::new(),
+            at: None,
         }
     }
 
@@ -209,5 +323,69 @@ mod tests {
         assert_eq!(s.find(30, 0x490000).unwrap().path, "/bin/a");
         assert_eq!(s.find(30, 0x7f10).unwrap().path, "/lib/x");
         assert_eq!(s.find(30, 0x900000), Err(Unresolved::Anonymous));
+    }
+
+    fn timed(pid: u32, ts: u64, kind: MapsKind, maps: &[(u64, u64, &str)]) -> ProcMap {
+        let mut p = pm(pid, &[], maps);
+        p.at = Some(MapsAt { ts, kind });
+        p
+    }
+
+    #[test]
+    fn each_stack_gets_the_maps_of_its_time() {
+        use MapsKind::*;
+        let a = [(0x400000, 0x500000, "/bin/a")];
+        let b = [(0x400000, 0x480000, "/bin/b")];
+        let s = AddressSpaces::new([
+            // pid 40 runs /bin/a (first read at 50, after its first
+            // stacks), dlopens /lib/p (read at 80), execs /bin/b at 100
+            // (read at 120), execs again at 200 and is gone before a read.
+            timed(40, 120, Snapshot, &b),
+            timed(40, 50, Snapshot, &a),
+            timed(40, 100, Exec, &[]),
+            timed(40, 80, Snapshot, &[a[0], (0x7f00, 0x8000, "/lib/p")]),
+            timed(40, 200, Exec, &[]),
+            // pid 41 forked from 40 at 60 and never exec'd; pid 42 forked
+            // at 110, read at 130, then exec'd /bin/a at 140 (its maps
+            // came with the exec stop).
+            timed(41, 60, Fork { parent: 40 }, &[]),
+            timed(42, 110, Fork { parent: 40 }, &[]),
+            timed(42, 130, Snapshot, &[b[0], (0x9000, 0xa000, "/lib/q")]),
+            timed(42, 140, Exec, &a),
+            // pid 43 was another process, gone, then recycled by a fork of
+            // 40 at 150.
+            timed(43, 10, Snapshot, &[(0x1000, 0x2000, "/old")]),
+            timed(43, 150, Fork { parent: 40 }, &[]),
+        ]);
+        let path = |tid, ts, addr| s.find_at(tid, Some(ts), addr).map(|m| m.path.as_str());
+        assert_eq!(path(40, 10, 0x401000), Ok("/bin/a"));
+        assert_eq!(path(40, 99, 0x401000), Ok("/bin/a"));
+        // Loaded later: found in the later read of the same image.
+        assert_eq!(path(40, 60, 0x7f10), Ok("/lib/p"));
+        assert_eq!(path(40, 100, 0x401000), Ok("/bin/b"));
+        assert_eq!(path(40, 150, 0x490000), Err(Unresolved::Anonymous));
+        // The old image's library is not the new image's.
+        assert_eq!(path(40, 150, 0x7f10), Err(Unresolved::Anonymous));
+        assert_eq!(path(40, 250, 0x401000), Err(Unresolved::ProcessUnknown));
+        assert_eq!(s.find(40, 0x401000), Err(Unresolved::ProcessUnknown));
+        // The children: the parent's image at the fork, until their exec.
+        assert_eq!(path(41, 300, 0x401000), Ok("/bin/a"));
+        assert_eq!(path(41, 300, 0x7f10), Ok("/lib/p"));
+        assert_eq!(path(42, 115, 0x401000), Ok("/bin/b"));
+        assert_eq!(path(42, 115, 0x9010), Ok("/lib/q"));
+        assert_eq!(path(42, 140, 0x490000), Ok("/bin/a"));
+        assert_eq!(path(42, 140, 0x9010), Err(Unresolved::Anonymous));
+        assert_eq!(path(43, 12, 0x1010), Ok("/old"));
+        assert_eq!(path(43, 160, 0x401000), Ok("/bin/b"));
+        assert_eq!(path(43, 160, 0x1010), Err(Unresolved::Anonymous));
+    }
+
+    #[test]
+    fn a_fork_loop_ends() {
+        let s = AddressSpaces::new([
+            timed(1, 5, MapsKind::Fork { parent: 2 }, &[]),
+            timed(2, 5, MapsKind::Fork { parent: 1 }, &[]),
+        ]);
+        assert_eq!(s.find_at(1, Some(9), 0x10), Err(Unresolved::ProcessUnknown));
     }
 }

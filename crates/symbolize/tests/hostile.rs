@@ -24,7 +24,7 @@ fn lookup(path: &str) -> (Option<String>, Option<Unresolved>) {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut s = Symbolizer::new(None, AddressSpaces::new(ProcMap::parse_all(&text)));
-        let (f, why) = s.user_frame(100, 0x401000, false);
+        let (f, why) = s.user_frame(100, None, 0x401000, false);
         tx.send((f.symbol, why)).unwrap();
     });
     rx.recv_timeout(Duration::from_secs(20))

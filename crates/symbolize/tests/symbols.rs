@@ -98,7 +98,7 @@ fn user_address_through_live_maps_and_elf_symtab() {
     assert_eq!(r.symbol, f.symbol);
     assert_eq!(r.offset, 1);
     // Not mapped: anonymous or nothing.
-    let (f, why) = s.user_frame(pid as u32, 0x10, false);
+    let (f, why) = s.user_frame(pid as u32, None, 0x10, false);
     assert_eq!((f.symbol, f.object.as_deref()), (None, Some("[anon]")));
     assert_eq!(why, Some(Unresolved::Anonymous));
 }
@@ -151,15 +151,15 @@ tasks: 11
     assert_eq!(f.object.as_deref(), Some("/nonexistent/app"));
     let f = s.user(0x20, 0x400100, false);
     assert_eq!(f.object.as_deref(), Some("/nonexistent/other"));
-    let (f, why) = s.user_frame(0x12, 0x400100, false);
+    let (f, why) = s.user_frame(0x12, None, 0x400100, false);
     assert_eq!(f, Frame::unknown(0x400100));
     assert_eq!(why, Some(Unresolved::ProcessUnknown));
-    let (_, why) = s.user_frame(0x11, 0x400100, false);
+    let (_, why) = s.user_frame(0x11, None, 0x400100, false);
     assert_eq!(why, Some(Unresolved::FileUnreadable));
     // A special mapping: its name and the offset in it.
     let text = "30 2 app\n400000 500000 /bin/app\n7fff0000 7fff2000 [vdso]\n";
     let mut s = Symbolizer::new(None, spaces(text));
-    let (f, why) = s.user_frame(0x30, 0x7fff0950, false);
+    let (f, why) = s.user_frame(0x30, None, 0x7fff0950, false);
     assert_eq!(why, Some(Unresolved::Special));
     assert_eq!(
         (f.object.as_deref(), f.file_offset),
@@ -227,7 +227,7 @@ fn stripped_file_finds_its_debug_file_by_build_id_under_symfs() {
     let addr = base + marker_offset();
     // Without the root: the file is not there.
     let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base));
-    let (_, why) = s.user_frame(0x7ffffff1, addr, false);
+    let (_, why) = s.user_frame(0x7ffffff1, None, addr, false);
     assert_eq!(why, Some(Unresolved::FileUnreadable));
     // With it: the symbol and the line come from the debug file.
     let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base))
@@ -241,7 +241,7 @@ fn stripped_file_finds_its_debug_file_by_build_id_under_symfs() {
     std::fs::remove_file(&dbg).unwrap();
     let mut s = Symbolizer::new(None, fake_process("/guest/bin/app", base))
         .with_root(Some(root.path().to_path_buf()));
-    let (f, why) = s.user_frame(0x7ffffff1, addr, false);
+    let (f, why) = s.user_frame(0x7ffffff1, None, addr, false);
     assert_eq!(why, Some(Unresolved::NoSymbol));
     assert_eq!(
         (f.symbol, f.object.as_deref()),
@@ -263,4 +263,37 @@ fn own_code(addr: u64, len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     std::os::unix::fs::FileExt::read_exact_at(&f, &mut buf, addr).unwrap();
     buf
+}
+
+/// Line tables read lazily: from zlib-compressed sections (unit found by
+/// `.debug_aranges`), and from a copy without `.debug_aranges` (every unit
+/// parsed, as addr2line does), the same location as the plain file.
+#[test]
+fn locations_from_compressed_sections_and_without_aranges() {
+    let exe = std::env::current_exe().unwrap();
+    let root = tempfile::tempdir().unwrap();
+    let base = 0x5555_0000_0000;
+    let addr = base + marker_offset();
+    let want = {
+        let mut s = Symbolizer::new(None, fake_process(exe.to_str().unwrap(), base));
+        s.user(0x7ffffff1, addr + 1, false).location
+    };
+    let want = want.expect("the test binary has line tables");
+    assert!(want.contains("tests/symbols.rs:"), "{want}");
+    for (name, args) in [
+        ("zlib", &["--compress-debug-sections=zlib"][..]),
+        ("noaranges", &["--remove-section", ".debug_aranges"][..]),
+    ] {
+        let copy = root.path().join(name);
+        let st = std::process::Command::new("objcopy")
+            .args(args)
+            .arg(&exe)
+            .arg(&copy)
+            .status()
+            .unwrap();
+        assert!(st.success(), "objcopy {args:?}");
+        let mut s = Symbolizer::new(None, fake_process(copy.to_str().unwrap(), base));
+        let f = s.user(0x7ffffff1, addr + 1, false);
+        assert_eq!(f.location.as_deref(), Some(&*want), "{name}");
+    }
 }
