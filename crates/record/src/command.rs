@@ -55,7 +55,9 @@ impl HeldChild {
                         libc::_exit(126);
                     }
                 }
-                libc::close(r.as_raw_fd());
+                // `r` is left to O_CLOEXEC: tracing is on from here, and a
+                // close() now would be an event of the command whose user
+                // stack is in our image, which no saved maps describe.
                 let mut set: libc::sigset_t = std::mem::zeroed();
                 libc::sigemptyset(&mut set);
                 libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());

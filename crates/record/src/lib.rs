@@ -18,22 +18,31 @@
 //! Policy stays with the caller: this crate prints nothing, installs no
 //! signal handler and never exits the process.
 
+mod cmdlines;
 mod command;
+mod cputime;
 mod events;
 mod lock;
 mod maps;
 mod output;
+mod procwatch;
 mod recorder;
 mod session;
+mod timed;
 mod tracee;
 
+pub use cmdlines::Cmdlines;
 pub use command::HeldChild;
+pub use cputime::{process_cpu, thread_cpu};
 pub use lock::{restore_leftover, InstanceLock};
 pub use maps::{merge_maps, MapsStore, MapsTracker, StackPidScanner};
 pub use output::{
     buffer_data, check_output, collect_meta, write_dat, write_options, SpaceReserve, TempFiles,
     RESERVE_BYTES,
 };
+pub use procwatch::{last_comms, ProcEvent, ProcWatch, Stamper};
 pub use recorder::{CpuResult, Recorder};
-pub use session::{setup, Session, TraceConfig, UserStacks, NO_DELAY_OPTION};
+pub use session::{
+    setup, setup_watched, Session, TraceConfig, UserStacks, NO_DELAY_OPTION, SETUP_OPTIONS,
+};
 pub use tracee::{TraceStats, TracedCommand};

@@ -4,6 +4,7 @@
 //! data ([`MapsTracker`]), and the scan of new pages for those processes
 //! ([`StackPidScanner`]).
 
+use crate::procwatch::{ProcEvent, Stamper};
 use anyhow::{Context, Result};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs::File;
@@ -87,6 +88,10 @@ struct MapsState {
     /// The threads known of each process (tgid -> tids): saved with its
     /// maps so that a reader resolves a thread through its process.
     threads: BTreeMap<u32, BTreeSet<u32>>,
+    /// Stamps each /proc read with trace time, when a [`crate::ProcWatch`] runs.
+    stamper: Option<Arc<Stamper>>,
+    /// The stamped reads: (sequence number, snapshot).
+    stamped: Vec<(u64, ProcMap)>,
 }
 
 /// The process maps gathered during one recording, shared between the
@@ -131,11 +136,27 @@ impl MapsStore {
         }
     }
 
+    /// Stamps every later read with trace time (see [`crate::ProcWatch`]), so
+    /// that [`MapsStore::timed_maps`] can say when each snapshot was true.
+    pub fn set_stamper(&self, stamper: Arc<Stamper>) {
+        self.lock().stamper = Some(stamper);
+    }
+
     /// Reads `/proc/TGID/{comm,maps}` and its live threads now and merges
     /// them.
     pub fn read(&self, tgid: u32) -> bool {
+        let stamper = self.lock().stamper.clone();
+        let seq = stamper.as_ref().map(|s| {
+            let seq = s.next();
+            s.mark(seq, true);
+            seq
+        });
         let taken = Instant::now();
-        let read = match ustack_symbolize::procfs::read_proc_map(tgid) {
+        let snap = ustack_symbolize::procfs::read_proc_map(tgid);
+        if let (Some(s), Some(seq)) = (&stamper, seq) {
+            s.mark(seq, false);
+        }
+        let read = match snap {
             // A process that began to exit while its maps were read may
             // have lost mappings half-way through the read (exit_mm()
             // tears them down while /proc reads them without the mmap
@@ -144,6 +165,9 @@ impl MapsStore {
             // before it is whole; a ptrace exit stop comes before both.
             Ok(_) if exiting(tgid) => false,
             Ok(m) if !m.maps.is_empty() => {
+                if let Some(seq) = seq {
+                    self.lock().stamped.push((seq, m.clone()));
+                }
                 self.add(m, taken);
                 true
             }
@@ -213,6 +237,20 @@ impl MapsStore {
         self.lock().traced_live.iter().copied().collect()
     }
 
+    /// The maps as timed PROCMAPS entries (see
+    /// `ustack_tracedata::procmaps`), from the stamped reads and the
+    /// lifecycle `events` of a [`crate::ProcWatch`] (all of them, in time order):
+    /// each read at its time (a read that an exec of its process overlapped
+    /// is dropped: which image it saw is not known), each exec, each fork
+    /// of a process whose maps matter (read, or forked from one that
+    /// matters); the threads with their process. A process without any
+    /// timed read keeps its merged, untimed entry.
+    pub fn timed_maps(&self, events: &[ProcEvent]) -> Vec<ProcMap> {
+        let st = self.lock();
+        let untimed = st.maps.iter().map(|(&tgid, e)| (tgid, &e.merged));
+        crate::timed::timed_maps(&st.stamped, &st.threads, untimed, events)
+    }
+
     /// The merged maps, by pid, each with the threads known of it.
     pub fn maps(&self) -> Vec<ProcMap> {
         let st = self.lock();
@@ -241,10 +279,18 @@ pub struct MapsTracker {
     roots: Vec<u32>,
     pids: HashSet<u32>,
     /// Processes seen with user stacks in the recorded data (tgids); their
-    /// maps are read when first seen and once more at the end.
+    /// maps are read when first seen, when seen again and once more at
+    /// the end.
     seen: HashSet<u32>,
+    /// When each seen process was last read.
+    last_read: HashMap<u32, Instant>,
+    /// Processes to read again at the next poll.
+    again: Vec<u32>,
     store: MapsStore,
 }
+
+/// A process seen again with stacks is read again after this long.
+const REREAD_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
 
 pub(crate) use ustack_symbolize::procfs::tgid_of;
 
@@ -262,6 +308,8 @@ impl MapsTracker {
             roots,
             pids,
             seen: HashSet::new(),
+            last_read: HashMap::new(),
+            again: Vec::new(),
             store,
         }
     }
@@ -336,7 +384,21 @@ impl MapsTracker {
         if self.store.is_traced(tgid) {
             return;
         }
-        if self.seen.insert(tgid) {
+        self.seen.insert(tgid);
+        self.read_seen(tgid);
+    }
+
+    /// Reads a seen process's maps, again when it shows up again (a
+    /// library it loaded since, or its loader had not mapped its
+    /// libraries yet at the last read), at most once per poll.
+    fn read_seen(&mut self, tgid: u32) {
+        let now = Instant::now();
+        let fresh = self
+            .last_read
+            .get(&tgid)
+            .is_some_and(|&t| now.duration_since(t) < REREAD_AFTER);
+        if !fresh {
+            self.last_read.insert(tgid, now);
             self.store.read(tgid);
         }
     }
@@ -346,6 +408,48 @@ impl MapsTracker {
     pub fn refresh_seen(&mut self) {
         for &tgid in &self.seen {
             self.store.read(tgid);
+        }
+    }
+
+    /// Reads the maps of the processes that the lifecycle events `ev` show
+    /// first, or show exec'ing: all of them when `everyone` (a recording
+    /// of the whole system), else those of the tracked pids and the
+    /// processes seen with stacks (the ptrace'd command is read at its
+    /// own stops).
+    pub fn on_events(&mut self, ev: &[ProcEvent], everyone: bool) {
+        // Read right after an exec, the loader may not have mapped the
+        // libraries yet: those are read again one poll later.
+        for tgid in std::mem::take(&mut self.again) {
+            self.read_seen(tgid);
+        }
+        for e in ev {
+            match *e {
+                ProcEvent::Exec { pid, .. } => {
+                    let ours = everyone || self.pids.contains(&pid) || self.seen.contains(&pid);
+                    if ours && !self.store.is_traced(pid) {
+                        self.seen.insert(pid);
+                        self.last_read.insert(pid, Instant::now());
+                        self.store.read(pid);
+                        self.again.push(pid);
+                    }
+                }
+                ProcEvent::NewTask {
+                    parent,
+                    thread: false,
+                    ..
+                } if everyone => self.add_seen(parent),
+                // A child of a tracked process is tracked from its fork
+                // (its exec is read above), not from the next /proc scan.
+                ProcEvent::NewTask {
+                    parent,
+                    child,
+                    thread: false,
+                    ..
+                } if self.pids.contains(&parent) => {
+                    self.pids.insert(child);
+                }
+                _ => {}
+            }
         }
     }
 
@@ -366,6 +470,12 @@ impl MapsTracker {
     pub fn into_maps(self) -> Vec<ProcMap> {
         self.store.maps()
     }
+
+    /// The maps of every process seen, timed by the lifecycle events of a
+    /// [`crate::ProcWatch`] (see [`MapsStore::timed_maps`]).
+    pub fn into_timed_maps(self, events: &[ProcEvent]) -> Vec<ProcMap> {
+        self.store.timed_maps(events)
+    }
 }
 
 /// Finds the tasks that have user stacks in the data recorded so far, by
@@ -374,7 +484,8 @@ impl MapsTracker {
 /// at the `user_stack` / `user_unwind_*` events.
 pub struct StackPidScanner {
     files: Vec<(File, u64)>,
-    ids: HashSet<u16>,
+    /// The stack events: event id -> offset of its `common_pid` (an `int`).
+    ids: HashMap<u16, usize>,
     header: ustack_tracedata::header::HeaderPage,
     page_size: u64,
 }
@@ -386,12 +497,16 @@ impl StackPidScanner {
         page_size: usize,
         paths: &[(u32, PathBuf)],
     ) -> Result<Option<StackPidScanner>> {
-        let mut ids = HashSet::new();
+        let mut ids = HashMap::new();
         for name in ["user_stack", "user_unwind_stack", "user_unwind_cookie"] {
-            if let Ok(f) = fs.event_format("ftrace", name) {
-                if let Ok((_, id)) = ustack_tracedata::format::name_and_id("ftrace", &f) {
-                    ids.insert(id);
-                }
+            let Ok(text) = fs.event_format("ftrace", name) else {
+                continue;
+            };
+            let Ok(f) = ustack_tracedata::format::EventFormat::parse("ftrace", &text) else {
+                continue;
+            };
+            if let Some(pid) = f.field("common_pid").filter(|p| p.size == 4) {
+                ids.insert(f.id, pid.offset);
             }
         }
         if ids.is_empty() {
@@ -411,6 +526,32 @@ impl StackPidScanner {
             header,
             page_size: page_size as u64,
         }))
+    }
+
+    /// Scans everything written, the last partial page included (the
+    /// files are complete: `extract`); returns the pids found.
+    pub fn scan_all(&mut self) -> HashSet<u32> {
+        use std::os::unix::fs::FileExt;
+        let mut pids = self.scan();
+        // A partial last page, padded to a whole one.
+        for (file, done) in &mut self.files {
+            let len = file.metadata().map_or(*done, |m| m.len());
+            let mut rest =
+                vec![0u8; (len.saturating_sub(*done) as usize).min(self.page_size as usize)];
+            if rest.is_empty() || file.read_at(&mut rest, *done).is_err() {
+                continue;
+            }
+            rest.resize(self.page_size as usize, 0);
+            if let Ok(p) = ustack_tracedata::page::Page::new(&rest, &self.header) {
+                for (_, data) in p.events().flatten() {
+                    if let Some(pid) = stack_pid(&self.ids, data) {
+                        pids.insert(pid);
+                    }
+                }
+            }
+            *done += rest.len() as u64;
+        }
+        pids
     }
 
     /// Scans the pages written since the last call; returns the pids found.
@@ -437,13 +578,8 @@ impl StackPidScanner {
                         continue;
                     };
                     for (_, data) in p.events().flatten() {
-                        if data.len() >= 8
-                            && self.ids.contains(&u16::from_le_bytes([data[0], data[1]]))
-                        {
-                            let pid = i32::from_le_bytes([data[4], data[5], data[6], data[7]]);
-                            if pid > 0 {
-                                pids.insert(pid as u32);
-                            }
+                        if let Some(pid) = stack_pid(&self.ids, data) {
+                            pids.insert(pid);
                         }
                     }
                 }
@@ -452,6 +588,14 @@ impl StackPidScanner {
         }
         pids
     }
+}
+
+/// The pid of a stack event (one of `ids`), if `data` is one.
+fn stack_pid(ids: &HashMap<u16, usize>, data: &[u8]) -> Option<u32> {
+    let id = u16::from_le_bytes(data.get(..2)?.try_into().ok()?);
+    let off = *ids.get(&id)?;
+    let pid = i32::from_le_bytes(data.get(off..off + 4)?.try_into().ok()?);
+    (pid > 0).then_some(pid as u32)
 }
 
 /// `PF_EXITING` in `/proc/PID/stat`'s flags.
@@ -490,6 +634,7 @@ mod tests {
 
     use super::*;
     use std::time::Duration;
+    use ustack_tracedata::{MapsAt, MapsKind};
 
     fn payload(id: u16, pid: i32) -> Vec<u8> {
         let mut p = vec![0u8; 16];
@@ -515,13 +660,18 @@ mod tests {
              \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n\
              \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n",
         );
+        let common =
+            "format:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+             \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
+             \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
+             \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
         put(
             "events/ftrace/user_stack/format",
-            "name: user_stack\nID: 12\n",
+            &format!("name: user_stack\nID: 12\n{common}"),
         );
         put(
             "events/ftrace/kernel_stack/format",
-            "name: kernel_stack\nID: 4\n",
+            &format!("name: kernel_stack\nID: 4\n{common}"),
         );
         let fs = Tracefs::at(&root).unwrap();
         let data = dir.path().join("cpu0");
@@ -576,6 +726,7 @@ mod tests {
                 .collect(),
             threads: vec![],
             replaced: Vec::new(),
+            at: None,
         }
     }
 
@@ -734,5 +885,92 @@ mod tests {
         store.set_traced(6, false);
         assert!(store.is_traced(6));
         assert!(store.traced_live().is_empty());
+    }
+
+    #[test]
+    fn timed_maps_say_when_each_read_was_true() {
+        use ProcEvent::*;
+        let store = MapsStore::default();
+        let mark = |seq, b, a| {
+            [
+                Mark {
+                    ts: b,
+                    seq,
+                    before: true,
+                },
+                Mark {
+                    ts: a,
+                    seq,
+                    before: false,
+                },
+            ]
+        };
+        let mut st = store.lock();
+        // Read 0 of pid 10 at 100..110; read 1 of pid 10 at 200..210, which
+        // its exec at 205 overlapped; read 2 of pid 30 (an untouched
+        // process); pid 40 has an untimed snapshot only.
+        st.stamped.push((0, pm(10, "a", &[(0x1000, 0x2000, "/a")])));
+        st.stamped.push((1, pm(10, "b", &[(0x1000, 0x2000, "/b")])));
+        st.stamped.push((2, pm(30, "c", &[(0x5000, 0x6000, "/c")])));
+        st.stamped
+            .push((9, pm(31, "lost", &[(0x5000, 0x6000, "/c")])));
+        drop(st);
+        store.add(pm(40, "d", &[(0x7000, 0x8000, "/d")]), Instant::now());
+        store.add(pm(10, "a", &[(0x1000, 0x2000, "/a")]), Instant::now());
+        store.add_thread(12, 10);
+        let mut ev = Vec::new();
+        ev.extend(mark(0, 100, 110));
+        ev.push(NewTask {
+            ts: 120,
+            parent: 12,
+            child: 11,
+            thread: false,
+        });
+        ev.push(NewTask {
+            ts: 130,
+            parent: 11,
+            child: 13,
+            thread: true,
+        });
+        ev.push(NewTask {
+            ts: 140,
+            parent: 99,
+            child: 98,
+            thread: false,
+        });
+        ev.extend(mark(1, 200, 210));
+        ev.push(Exec { ts: 205, pid: 10 });
+        ev.push(Exec { ts: 300, pid: 98 });
+        ev.extend(mark(2, 400, 410));
+        ev.sort_by_key(|e| e.ts());
+        let at = |ts, kind| Some(MapsAt { ts, kind });
+        let timed = |mut p: ProcMap, ts, kind| {
+            p.at = at(ts, kind);
+            p
+        };
+        let bare = |pid, ts, kind| timed(pm(pid, "", &[]), ts, kind);
+        let mut want = vec![
+            timed(
+                pm(10, "a", &[(0x1000, 0x2000, "/a")]),
+                110,
+                MapsKind::Snapshot,
+            ),
+            bare(10, 205, MapsKind::Exec),
+            bare(11, 120, MapsKind::Fork { parent: 10 }),
+            timed(
+                pm(30, "c", &[(0x5000, 0x6000, "/c")]),
+                410,
+                MapsKind::Snapshot,
+            ),
+            pm(40, "d", &[(0x7000, 0x8000, "/d")]),
+        ];
+        let mut threads = pm(10, "", &[]);
+        threads.threads = vec![12];
+        want.push(threads);
+        let mut threads = pm(11, "", &[]);
+        threads.threads = vec![13];
+        want.push(threads);
+        want.sort_by_key(|m| (m.pid, m.at.map(|a| a.ts)));
+        assert_eq!(store.timed_maps(&ev), want);
     }
 }

@@ -6,7 +6,10 @@
 
 use crate::output::{write_dat, TempFiles};
 use anyhow::{Context, Result};
+use nix::fcntl::OFlag;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use std::fs::File;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -24,9 +27,11 @@ pub struct CpuResult {
     pub bytes: u64,
     /// What the final drain moved.
     pub flushed: DrainStats,
+    /// CPU time (user+system) of the CPU's reader thread.
+    pub cpu_time: Duration,
 }
 
-type ReaderThread = JoinHandle<ustack_tracefs::Result<(u64, DrainStats)>>;
+type ReaderThread = JoinHandle<ustack_tracefs::Result<(u64, DrainStats, Duration)>>;
 
 /// The reader threads of one instance and their temp files
 /// `<base>.cpuN`. Tracing itself is turned on by the caller (after
@@ -39,6 +44,9 @@ pub struct Recorder {
     temps: TempFiles,
     bytes: Vec<Arc<AtomicU64>>,
     flush: Arc<AtomicBool>,
+    /// Written once by `finish`: wakes every reader blocked in poll, so a
+    /// stop does not wait for its timeout. Never read, so it stays readable.
+    wake: (Arc<OwnedFd>, OwnedFd),
     threads: Vec<ReaderThread>,
 }
 
@@ -48,22 +56,25 @@ impl Recorder {
     pub fn start(inst: &Instance, base: &Path) -> Result<Recorder> {
         let cpus = inst.cpus()?;
         let (temps, files) = TempFiles::create(base, &cpus)?;
+        let (wake_r, wake_w) =
+            nix::unistd::pipe2(OFlag::O_CLOEXEC).context("cannot create the wake-up pipe")?;
         let mut rec = Recorder {
             inst: inst.clone(),
             temps,
             bytes: Vec::new(),
             flush: Arc::new(AtomicBool::new(false)),
+            wake: (Arc::new(wake_r), wake_w),
             threads: Vec::new(),
         };
         for (&cpu, file) in cpus.iter().zip(files) {
             let reader = inst.cpu_reader(cpu)?;
             let bytes = Arc::new(AtomicU64::new(0));
-            let (flush, ctr) = (rec.flush.clone(), bytes.clone());
+            let (flush, ctr, wake) = (rec.flush.clone(), bytes.clone(), rec.wake.0.clone());
             rec.bytes.push(bytes);
             rec.threads.push(
                 std::thread::Builder::new()
                     .name(format!("record-cpu{cpu}"))
-                    .spawn(move || reader_thread(reader, file, flush, ctr))
+                    .spawn(move || reader_thread(reader, file, flush, ctr, &wake))
                     .context("cannot start a reader thread")?,
             );
         }
@@ -118,13 +129,17 @@ impl Recorder {
         let mut first_err: Option<anyhow::Error> =
             self.inst.set_tracing_on(false).err().map(Into::into);
         self.flush.store(true, Ordering::SeqCst);
+        // Cannot fail short of a closed pipe; the readers then still stop
+        // at their poll timeout.
+        let _ = nix::unistd::write(&self.wake.1, b"x");
         let mut results = Vec::new();
         for (t, (cpu, _)) in self.threads.drain(..).zip(&self.temps.0) {
             match t.join() {
-                Ok(Ok((bytes, flushed))) => results.push(CpuResult {
+                Ok(Ok((bytes, flushed, cpu_time))) => results.push(CpuResult {
                     cpu: *cpu,
                     bytes,
                     flushed,
+                    cpu_time,
                 }),
                 Ok(Err(e)) => {
                     let path = self.temps.0.iter().find(|(c, _)| c == cpu).map(|(_, p)| p);
@@ -194,26 +209,33 @@ impl Drop for Recorder {
 
 /// The body of one CPU's reader thread: splices whole pages from `reader`
 /// into `out` until `flush` is set, then drains what is left, partial page
-/// included; `bytes` counts what moved.
+/// included; `bytes` counts what moved. Returns the bytes, what the drain
+/// moved and the thread's CPU time.
 fn reader_thread(
     mut reader: ustack_tracefs::CpuReader,
     mut out: File,
     flush: Arc<AtomicBool>,
     bytes: Arc<AtomicU64>,
-) -> ustack_tracefs::Result<(u64, DrainStats)> {
+    wake: &OwnedFd,
+) -> ustack_tracefs::Result<(u64, DrainStats, Duration)> {
     let mut total = 0u64;
     while !flush.load(Ordering::SeqCst) {
-        let ready = reader.wait(Duration::from_millis(100))?;
+        let ready = reader.wait_or_wake(Duration::from_millis(100), Some(wake.as_fd()))?;
+        if flush.load(Ordering::SeqCst) {
+            break;
+        }
         let n = reader.splice_into(&out, 4 << 20)?;
         total += n;
         bytes.fetch_add(n, Ordering::Relaxed);
         if ready && n == 0 {
-            // Readable but no complete page yet: do not spin.
-            std::thread::sleep(Duration::from_millis(20));
+            // Readable but no complete page yet: do not spin (but stop at
+            // once when woken).
+            let mut fds = [PollFd::new(wake.as_fd(), PollFlags::POLLIN)];
+            let _ = poll(&mut fds, PollTimeout::from(20u8));
         }
     }
     let flushed = reader.flush_into(&mut out)?;
     total += flushed.bytes;
     bytes.fetch_add(flushed.bytes, Ordering::Relaxed);
-    Ok((total, flushed))
+    Ok((total, flushed, crate::thread_cpu()))
 }

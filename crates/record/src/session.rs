@@ -3,6 +3,7 @@
 //! ([`setup`]).
 
 use crate::InstanceLock;
+use crate::ProcWatch;
 use anyhow::{bail, Result};
 use ustack_tracefs::{EventId, Guard, Instance, Tracefs};
 
@@ -51,6 +52,20 @@ pub struct TraceConfig {
     pub options: Vec<String>,
 }
 
+/// Every option [`setup`] may turn on by itself (the stack options it
+/// asks for, and what they need): `tracer-cli reset` turns them all off,
+/// so an instance left by `start` inherits none of them into the next
+/// session, nor passes them to instances created later (a new instance
+/// copies the top instance's options).
+pub const SETUP_OPTIONS: &[&str] = &[
+    "stacktrace",
+    "userstacktrace",
+    "userstacktrace_delay",
+    "userstacktrace_maps",
+    "record-tgid",
+    "event-fork",
+];
+
 /// The exact message printed when deferred user stacks are asked for on a
 /// kernel without the ustack patches.
 pub const NO_DELAY_OPTION: &str =
@@ -79,6 +94,32 @@ pub struct Session {
 /// Tracing is left off and the buffer cleared; the caller turns it on.
 /// `command_pid` is the pid of the command to trace, if any.
 pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
+    Ok(setup_inner(opts, command_pid, |_, _, _| ())?.0)
+}
+
+/// Like [`setup`], with a [`ProcWatch`] (or why it could not start)
+/// started in the session's clock just before the session's events are
+/// enabled. Its tracepoint probes are then registered first and run
+/// first: its `sched_process_exec` of a task is written before the
+/// session's, so the user stack that follows the session's (the first
+/// stack of the new image) is never older than the exec it belongs to.
+pub fn setup_watched(
+    opts: &TraceConfig,
+    command_pid: Option<u32>,
+) -> Result<(Session, Result<ProcWatch>)> {
+    setup_inner(opts, command_pid, |fs, guard, inst| {
+        let clock = inst.trace_clock().map(|c| c.0).unwrap_or_default();
+        ProcWatch::start(fs, guard, &clock)
+    })
+}
+
+/// The setup, with `before_events` run once everything but the events is
+/// in place (the clock included).
+fn setup_inner<T>(
+    opts: &TraceConfig,
+    command_pid: Option<u32>,
+    before_events: impl FnOnce(&Tracefs, &Guard, &Instance) -> T,
+) -> Result<(Session, T)> {
     let events = &opts.events;
     if events.is_empty() && opts.tracer.is_none() {
         bail!("no events or tracer given (use -e SYSTEM[:EVENT] or -p TRACER)");
@@ -161,6 +202,12 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
     if opts.user_stacks != UserStacks::Off && inst.has_option("record-tgid") {
         want.push(("record-tgid".into(), true));
     }
+    // The kernel's mapping records (patched kernels) let a process that is
+    // gone before its maps are read still be symbolized. `-O
+    // nouserstacktrace_maps` (below, later wins) turns them off.
+    if opts.user_stacks == UserStacks::Deferred && inst.has_option("userstacktrace_maps") {
+        want.push(("userstacktrace_maps".into(), true));
+    }
     for o in &opts.options {
         match o.strip_prefix("no") {
             Some(name) if inst.has_option(name) && !inst.has_option(o) => {
@@ -197,14 +244,16 @@ pub fn setup(opts: &TraceConfig, command_pid: Option<u32>) -> Result<Session> {
     if !pids.is_empty() || !inst.event_pids()?.is_empty() {
         guard.set_event_pids(&inst, &pids)?;
     }
+    let before = before_events(&fs, &guard, &inst);
     let enabled = crate::events::apply(&guard, &inst, &resolved)?;
     inst.clear_buffer()?;
-    Ok(Session {
+    let session = Session {
         fs,
         inst,
         guard,
         events: enabled,
         leftover_restored,
         lock,
-    })
+    };
+    Ok((session, before))
 }

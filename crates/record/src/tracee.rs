@@ -39,7 +39,7 @@ use nix::unistd::Pid;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 /// What the ptrace thread saw and did, for the summary.
@@ -63,12 +63,16 @@ pub struct TraceStats {
     pub snapshots: u64,
     /// Time spent reading those snapshots (the tracee waits meanwhile).
     pub snapshot_time: Duration,
+    /// CPU time (user+system) of the ptrace thread so far.
+    pub thread_cpu: Duration,
 }
 
 #[derive(Default)]
 struct Shared {
     /// The command's exit status once it exited (128 + N for signal N).
     status: Mutex<Option<i32>>,
+    /// Notified when `status` is set.
+    exited: Condvar,
     stats: Mutex<TraceStats>,
     done: AtomicBool,
 }
@@ -175,6 +179,20 @@ impl TracedCommand {
     /// or 128 + N when killed by signal N).
     pub fn try_wait(&self) -> Option<i32> {
         *self.shared.status.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits up to `timeout` for the command to exit: `Some(status)` as
+    /// soon as it did (as [`TracedCommand::try_wait`]), `None` at the
+    /// timeout. Lets the record loop notice the exit at once instead of at
+    /// its next tick.
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<i32> {
+        let st = self.shared.status.lock().unwrap_or_else(|e| e.into_inner());
+        let (st, _) = self
+            .shared
+            .exited
+            .wait_timeout_while(st, timeout, |s| s.is_none())
+            .unwrap_or_else(|e| e.into_inner());
+        *st
     }
 
     /// Ends a command that still runs: SIGTERM, then up to `wait` for it to
@@ -366,12 +384,14 @@ impl Tracer {
         self.stats.snapshot_time += t0.elapsed();
     }
 
-    fn publish(&self) {
+    fn publish(&mut self) {
+        self.stats.thread_cpu = crate::thread_cpu();
         *self.shared.stats.lock().unwrap_or_else(|e| e.into_inner()) = self.stats.clone();
     }
 
     fn set_status(&self, status: i32) {
         *self.shared.status.lock().unwrap_or_else(|e| e.into_inner()) = Some(status);
+        self.shared.exited.notify_all();
     }
 
     /// Tells `release` how the start went (once).
@@ -568,5 +588,31 @@ impl Tracer {
         // happen for our own child, but never leave `release` hanging.
         self.report_start(Err("the command vanished".into()));
         self.set_status(-1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `wait_timeout` times out while the command runs and returns its
+    /// status as soon as it exits (not at the end of the timeout), with and
+    /// without ptrace. (Under ptrace the thread reaps any child of the
+    /// process: no other unit test of this crate may fork.)
+    #[test]
+    fn wait_timeout_returns_the_status_as_soon_as_the_command_exits() {
+        for ptrace in [false, true] {
+            let argv: Vec<String> = ["sh", "-c", "sleep 0.3; exit 3"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            let mut c = TracedCommand::spawn(&argv, MapsStore::default(), ptrace).unwrap();
+            c.release().unwrap();
+            assert_eq!(c.wait_timeout(Duration::from_millis(10)), None);
+            let t0 = Instant::now();
+            assert_eq!(c.wait_timeout(Duration::from_secs(20)), Some(3));
+            assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
+            assert_eq!(c.try_wait(), Some(3));
+        }
     }
 }

@@ -35,6 +35,8 @@ pub const ID_USER_STACK: u16 = 12;
 pub const ID_UNWIND_STACK: u16 = 20;
 /// Event id of `ftrace:user_unwind_cookie`.
 pub const ID_COOKIE: u16 = 21;
+/// Event id of `ftrace:user_unwind_mapping`.
+pub const ID_MAPPING: u16 = 23;
 /// Event id of `sched:sched_switch`.
 pub const ID_SCHED_SWITCH: u16 = 316;
 /// Event id of `raw_syscalls:sys_enter`.
@@ -75,6 +77,21 @@ pub fn ftrace_formats() -> Vec<Vec<u8>> {
             ID_COOKIE,
             "\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n",
             "\"cookie=%llx\", REC->cookie",
+        ),
+        fmt(
+            "user_unwind_mapping",
+            ID_MAPPING,
+            "\tfield:unsigned long start;\toffset:8;\tsize:8;\tsigned:0;\n\
+             \tfield:unsigned long end;\toffset:16;\tsize:8;\tsigned:0;\n\
+             \tfield:u64 offset;\toffset:24;\tsize:8;\tsigned:0;\n\
+             \tfield:int tgid;\toffset:32;\tsize:4;\tsigned:1;\n\
+             \tfield:unsigned int exec_id;\toffset:36;\tsize:4;\tsigned:0;\n\
+             \tfield:__data_loc char[] path;\toffset:40;\tsize:4;\tsigned:0;\n\
+             \tfield:unsigned char build_id_size;\toffset:44;\tsize:1;\tsigned:0;\n\
+             \tfield:unsigned char build_id[20];\toffset:45;\tsize:20;\tsigned:0;\n",
+            "\"tgid=%d exec=%u %lx-%lx offset=%llx build_id=%s path=%s\", REC->tgid, \
+             REC->exec_id, REC->start, REC->end, REC->offset, \
+             __print_hex_str(REC->build_id, REC->build_id_size), __get_str(path)",
         ),
     ]
 }
@@ -217,6 +234,7 @@ impl TraceBuilder {
                 .collect(),
             threads: Vec::new(),
             replaced: Vec::new(),
+            at: None,
         });
         self
     }
@@ -299,6 +317,39 @@ impl TraceBuilder {
         for a in stack {
             d.extend_from_slice(&a.to_le_bytes());
         }
+        self.push(cpu, ts, d)
+    }
+
+    /// `ftrace:user_unwind_mapping`: `map` is (start, end, file offset),
+    /// written by task `pid` of process `tgid` in its image `exec_id`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn mapping(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        pid: i32,
+        tgid: i32,
+        exec_id: u32,
+        map: (u64, u64, u64),
+        build_id: &[u8],
+        path: &str,
+    ) -> &mut Self {
+        let mut d = header(ID_MAPPING, pid);
+        for v in [map.0, map.1, map.2] {
+            d.extend_from_slice(&v.to_le_bytes());
+        }
+        d.extend_from_slice(&tgid.to_le_bytes());
+        d.extend_from_slice(&exec_id.to_le_bytes());
+        let loc = 72u32 | ((path.len() as u32 + 1) << 16);
+        d.extend_from_slice(&loc.to_le_bytes());
+        let n = build_id.len().min(20);
+        d.push(n as u8);
+        let mut id = [0u8; 20];
+        id[..n].copy_from_slice(&build_id[..n]);
+        d.extend_from_slice(&id);
+        d.resize(72, 0);
+        d.extend_from_slice(path.as_bytes());
+        d.push(0);
         self.push(cpu, ts, d)
     }
 
