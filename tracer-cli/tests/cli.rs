@@ -467,6 +467,23 @@ fn every_recording_subcommand_has_examples_in_its_help() {
     }
 }
 
+/// `start -B` leaves a new instance for `extract`: its help must not say
+/// the instance is removed at the end, as record's does.
+#[test]
+fn start_help_says_start_leaves_its_instance() {
+    let o = tracer_cli(&["start", "--help"]);
+    let help = String::from_utf8(o.stdout).unwrap();
+    let b = help
+        .split("\n  -B <INSTANCE>\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no -B in start --help:\n{help}"));
+    let b = &b[..b.find("\n\n").unwrap_or(b.len())];
+    assert!(
+        b.contains("except by start, which leaves it for extract"),
+        "{b}"
+    );
+}
+
 #[test]
 #[ignore = "needs root and tracefs"]
 fn a_full_disk_keeps_a_readable_trace_stops_the_command_and_restores() {

@@ -111,6 +111,8 @@ fn list_forms_match_trace_cmd() {
         &["list", "-t"],
         &["list", "-s"],
         &["list", "-C"],
+        &["list", "-P"],
+        &["list", "-P", "-o", "-t", "-e", "sched:sched_s"],
     ];
     for args in forms {
         let (t, o) = both(args);

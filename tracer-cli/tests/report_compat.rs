@@ -312,10 +312,27 @@ fn cpu_and_event_filters_match_trace_cmd() {
         (&["-F", "sched/sched_wakeup"], &|n| n == "sched_wakeup"),
         (&["-v", "-F", "sched_switch"], &|n| n != "sched_switch"),
     ];
+    // The full report knows comms that a filtered one does not: the
+    // sched_switch plugin registers the comms of the sched_switch events
+    // it prints, and -F prints fewer (so trace-cmd -F, like ours, shows
+    // `<...>` for a pid it never printed a switch of). The comm is left
+    // out of this comparison; the other report tests check it.
+    let no_comm = |text: &str| -> String {
+        text.lines()
+            .map(|l| match (l.find(" ["), l.get(prefix.len()..)) {
+                (Some(cpu), Some(_)) if l.starts_with(&prefix) => {
+                    let task = &l[prefix.len()..cpu];
+                    let pid = task.rsplit('-').next().unwrap_or(task);
+                    format!("{prefix}{pid}{}\n", &l[cpu..])
+                }
+                _ => format!("{l}\n"),
+            })
+            .collect()
+    };
     for (args, keep) in cases {
         let expected = select(keep);
         let ours = String::from_utf8(our_report(&file, args)).unwrap();
-        assert_eq!(ours, expected, "report {args:?}");
+        assert_eq!(no_comm(&ours), no_comm(&expected), "report {args:?}");
         assert!(
             ours.lines().count() > 1,
             "filter {args:?} left nothing to compare"

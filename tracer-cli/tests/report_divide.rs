@@ -8,6 +8,8 @@
 //! the comparison with trace-cmd is skipped without it (fails under
 //! `CI=true`).
 
+mod common;
+
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -40,25 +42,6 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 /// stdout of `tracer-cli report <args> -i file`, which must exit with 0
 /// (not be killed by a signal) and print nothing on stderr.
-fn report(file: &Path, args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
-        .arg("report")
-        .args(args)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.signal(), None, "killed: {:?}", o.status);
-    assert_eq!(
-        o.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&o.stderr), "");
-    String::from_utf8(o.stdout).unwrap()
-}
-
 const ARGS: &str = "args=ARRAY[00, 00, 00, 00, 00, 00, 00, 00, 01, 00, 00, 00, 00, 00, 00, 00, \
 02, 00, 00, 00, 00, 00, 00, 00, 03, 00, 00, 00, 00, 00, 00, 00, 04, 00, 00, 00, 00, 00, 00, 00, \
 05, 00, 00, 00, 00, 00, 00, 00]";
@@ -115,12 +98,12 @@ fn a_format_dividing_by_a_zero_field_does_not_kill_report() {
     // sys_enter's second argument becomes 9 / REC->id: the record of pid
     // 200 has id 0.
     let f = edited(&dir, "zero.dat", "REC->args[1]", "9/REC->id   ");
-    let out = report(&f, &[]);
+    let out = common::report_ok(&[], &f);
     assert_eq!(
         out,
         expected_report([&failed(1), &failed(0), &failed(3)], "NR 1 = 5")
     );
-    let out = report(&f, &["--stacks"]);
+    let out = common::report_ok(&["--stacks"], &f);
     assert!(
         out.starts_with("# 10 events, 3 groups: 2 complete"),
         "{out}"
@@ -142,7 +125,7 @@ fn a_corrupt_rec_in_a_format_does_not_kill_report() {
     let dir = tmpdir("mangled");
     // REC->id mangled into R%C->id, in sys_enter and sys_exit.
     let f = edited(&dir, "mangled.dat", "REC->id", "R%C->id");
-    let out = report(&f, &[]);
+    let out = common::report_ok(&[], &f);
     assert_eq!(
         out,
         expected_report(
@@ -150,7 +133,7 @@ fn a_corrupt_rec_in_a_format_does_not_kill_report() {
             "[FAILED TO PARSE] id=1 ret=5"
         )
     );
-    let out = report(&f, &["--stacks"]);
+    let out = common::report_ok(&["--stacks"], &f);
     assert!(
         out.starts_with("# 10 events, 3 groups: 2 complete"),
         "{out}"
@@ -193,6 +176,9 @@ fn a_refused_format_prints_like_trace_cmd_prints_an_unparsable_one() {
     // ... and prints the unparsable one the way we print the refused one.
     let o = tc(&bad);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert_eq!(String::from_utf8_lossy(&o.stdout), report(&zero, &[]));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        common::report_ok(&[], &zero)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -12,7 +12,8 @@
 //!
 //! Two trace-cmd 3.1.6 faults are not reproduced and those forms are not
 //! compared: `-F` on a file with an instance buffer ends in a segmentation
-//! fault, and `--cpu` on a file whose top buffer is empty prints no event.
+//! fault, and `--cpu` on a file with an instance buffer prints none of the
+//! instance's events (tracer-cli prints those of the CPUs chosen).
 
 mod common;
 
@@ -22,7 +23,6 @@ use std::process::{Command, Output};
 use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, TraceMeta, WriteOptions,
 };
-use ustack_tracedata::TraceFile;
 
 /// A shell loop that makes scheduler, interrupt and syscall activity.
 const LOAD: &str =
@@ -31,53 +31,6 @@ const LOAD: &str =
 fn run(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
-
-/// Writes `src`'s only buffer again as the top buffer, plus (with
-/// `instance`) an instance `copy` holding the same pages.
-fn rewrite(src: &Path, out: &Path, instance: bool) {
-    let f = TraceFile::open(src).unwrap();
-    let b = &f.buffers()[0];
-    let dir = out.parent().unwrap();
-    let mut cpus = Vec::new();
-    for c in &b.cpus {
-        let p = dir.join(format!("pages.{instance}.cpu{}", c.cpu));
-        std::fs::write(&p, f.cpu_data(c)).unwrap();
-        cpus.push(CpuData::new(c.cpu, p));
-    }
-    let meta = TraceMeta {
-        page_size: f.page_size() as u32,
-        long_size: f.long_size() as u8,
-        header_page: f.header_page_text().to_vec(),
-        header_event: f.header_event().to_vec(),
-        ftrace_formats: f.ftrace_format_texts().to_vec(),
-        event_systems: f
-            .event_format_texts()
-            .iter()
-            .map(|(name, formats)| EventSystem {
-                name: name.clone(),
-                formats: formats.clone(),
-            })
-            .collect(),
-        kallsyms: f.kallsyms().to_vec(),
-        printk_formats: f.printk_formats().to_vec(),
-        cmdlines: f.cmdlines().to_vec(),
-        cpu_count: f.cpu_count(),
-        ..TraceMeta::default()
-    };
-    let mut buffers = vec![BufferData {
-        name: String::new(),
-        clock: "local".into(),
-        cpus: cpus.clone(),
-    }];
-    if instance {
-        buffers.push(BufferData {
-            name: "copy".into(),
-            clock: "local".into(),
-            cpus,
-        });
-    }
-    write_trace_dat(out, &meta, &buffers, &WriteOptions::default()).unwrap();
 }
 
 /// `top.dat` and `rec.dat`: recorded by tracer-cli in an instance, then
@@ -103,82 +56,15 @@ fn record_files(dir: &Path) -> [PathBuf; 2] {
         String::from_utf8_lossy(&o.stderr)
     );
     let (top, both) = (dir.join("top.dat"), dir.join("rec.dat"));
-    rewrite(&raw, &top, false);
-    rewrite(&raw, &both, true);
+    common::rewrite(&raw, &top, false);
+    common::rewrite(&raw, &both, true);
     [top, both]
 }
 
 /// `lost.dat`: trace-cmd extract of a small instance buffer that overflowed.
 fn lost_file(dir: &Path) -> PathBuf {
-    let name = format!("ropt_lost_{}", std::process::id());
-    let idir = Path::new("/sys/kernel/tracing/instances").join(&name);
-    std::fs::create_dir(&idir).unwrap();
-    let w = |f: &str, v: &str| std::fs::write(idir.join(f), v).unwrap();
-    w("buffer_size_kb", "16");
-    w("events/sched/sched_switch/enable", "1");
-    w("events/sched/sched_wakeup/enable", "1");
-    w("events/irq/enable", "1");
-    w("options/stacktrace", "1");
-    w("options/userstacktrace", "1");
-    run(Command::new("sh").args(["-c", LOAD]));
-    w("tracing_on", "0");
-    let out = dir.join("lost.dat");
-    let o = run(Command::new("trace-cmd")
-        .args(["extract", "-B", &name, "-o"])
-        .arg(&out));
-    let _ = std::fs::remove_dir(&idir);
-    assert!(
-        o.status.success(),
-        "extract: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    out
-}
-
-/// Compares one form (`opts` then `files` as arguments); returns a
-/// description of the difference, if any.
-fn compare(files: &[&str], opts: &[&str]) -> Option<String> {
-    let theirs = run(Command::new("trace-cmd")
-        .arg("report")
-        .args(opts)
-        .args(files));
-    let ours = run(common::tracer_cli().arg("report").args(opts).args(files));
-    if theirs.status.signal_or_code() != ours.status.signal_or_code() {
-        return Some(format!(
-            "exit {:?} vs {:?}: {}",
-            theirs.status,
-            ours.status,
-            String::from_utf8_lossy(&ours.stderr)
-        ));
-    }
-    if theirs.stdout == ours.stdout {
-        return None;
-    }
-    let (t, o) = (
-        String::from_utf8_lossy(&theirs.stdout),
-        String::from_utf8_lossy(&ours.stdout),
-    );
-    let i = t.lines().zip(o.lines()).position(|(a, b)| a != b);
-    Some(match i {
-        Some(i) => format!(
-            "line {}:\ntrace-cmd: {:?}\nours:      {:?}",
-            i + 1,
-            t.lines().nth(i).unwrap_or(""),
-            o.lines().nth(i).unwrap_or("")
-        ),
-        None => format!("{} vs {} lines", t.lines().count(), o.lines().count()),
-    })
-}
-
-trait StatusExt {
-    fn signal_or_code(&self) -> (Option<i32>, Option<i32>);
-}
-
-impl StatusExt for std::process::ExitStatus {
-    fn signal_or_code(&self) -> (Option<i32>, Option<i32>) {
-        use std::os::unix::process::ExitStatusExt;
-        (self.code(), self.signal())
-    }
+    let events = ["sched/sched_switch", "sched/sched_wakeup", "irq"];
+    common::overflowed_extract(dir, "ropt_lost", &events, true, LOAD)
 }
 
 /// Every option of `trace-cmd report` (3.1.6) alone, and the combinations
@@ -237,6 +123,11 @@ const FORMS: &[&[&str]] = &[
     &["-t"],
     &["-l"],
     &["--cpu", "1"],
+    &["--pid", "1"],
+    &["--comm", "ls"],
+    &["--comm", "ls,cat"],
+    &["--comm", "ls", "-F", "sched_switch"],
+    &["-v", "-F", "sched_switch", "--comm", "sh"],
 ];
 
 /// The forms compared on two files at once (`-F` and `--cpu` apply to
@@ -275,11 +166,12 @@ fn report_options_match_trace_cmd() {
     for file in [&top, &both, &lost] {
         for opts in FORMS {
             let has_instance = file != &top;
-            if (has_instance && opts.contains(&"-F")) || (file == &lost && opts.contains(&"--cpu"))
-            {
+            // --pid and --comm are -F filters to trace-cmd.
+            let filtered = ["-F", "--pid", "--comm"].iter().any(|o| opts.contains(o));
+            if has_instance && (filtered || opts.contains(&"--cpu")) {
                 continue;
             }
-            match compare(&[&name(file)], opts) {
+            match common::compare(&[&name(file)], opts) {
                 None => same += 1,
                 Some(why) => failures.push(format!("{} {opts:?}: {why}", file.display())),
             }
@@ -289,26 +181,19 @@ fn report_options_match_trace_cmd() {
     let (t, l) = (name(&top), name(&lost));
     let several = ["-i", &t, "-i", &l];
     for opts in MULTI_FORMS {
-        match compare(&several, opts) {
+        match common::compare(&several, opts) {
             None => same += 1,
             Some(why) => failures.push(format!("{several:?} {opts:?}: {why}")),
         }
     }
     for trailing in MULTI_TRAILING {
         let args: Vec<&str> = several.iter().chain(trailing.iter()).copied().collect();
-        match compare(&args, &[]) {
+        match common::compare(&args, &[]) {
             None => same += 1,
             Some(why) => failures.push(format!("{args:?}: {why}")),
         }
     }
-    eprintln!("{same} forms identical");
-    assert!(
-        failures.is_empty(),
-        "{} of {} forms differ:\n{}",
-        failures.len(),
-        same + failures.len(),
-        failures.join("\n")
-    );
+    common::assert_forms_identical(same, &failures);
 }
 
 /// `--ts-check` on a CPU whose second page starts before the first one
@@ -366,7 +251,7 @@ print fmt: \"value=%llu\", REC->value\n"
     }];
     write_trace_dat(&file, &meta, &buffers, &WriteOptions::default()).unwrap();
     let f = file.to_str().unwrap();
-    assert_eq!(compare(&[f], &["--ts-check"]), None);
+    assert_eq!(common::compare(&[f], &["--ts-check"]), None);
     let theirs = run(Command::new("trace-cmd").args(["report", "--ts-check", f]));
     assert!(String::from_utf8_lossy(&theirs.stderr).contains("went backwards"));
     let ours = run(common::tracer_cli().args(["report", "--ts-check", f]));

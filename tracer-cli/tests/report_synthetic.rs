@@ -321,3 +321,84 @@ fn cmdlines_and_kallsyms_libtraceevent_rejects_print_like_trace_cmd() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `trace-cmd report ARGS` and `tracer-cli report ARGS` print the same and
+/// exit the same; the output.
+fn compare_args(args: &[&str]) -> String {
+    let theirs = Command::new("trace-cmd")
+        .arg("report")
+        .args(args)
+        .output()
+        .expect("run trace-cmd");
+    let ours = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .arg("report")
+        .args(args)
+        .output()
+        .expect("run tracer-cli");
+    assert_eq!(
+        theirs.status.code(),
+        ours.status.code(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&ours.stderr)
+    );
+    let (t, o) = (
+        String::from_utf8_lossy(&theirs.stdout),
+        String::from_utf8_lossy(&ours.stdout),
+    );
+    if let Some(i) = t.lines().zip(o.lines()).position(|(a, b)| a != b) {
+        panic!(
+            "{args:?}: line {} differs\ntrace-cmd: {:?}\nours:      {:?}",
+            i + 1,
+            t.lines().nth(i).unwrap(),
+            o.lines().nth(i).unwrap()
+        );
+    }
+    assert_eq!(t.len(), o.len(), "{args:?}: lengths differ");
+    t.into_owned()
+}
+
+/// `--ts-offset` shifts the file named by the `-i` before it, from the
+/// second file on (trace-cmd 3.1.6 sets the first file up before it reads
+/// the offset), and the shifted file merges at its new times.
+#[test]
+fn ts_offset_shifts_the_file_before_it_like_trace_cmd() {
+    if !trace_cmd_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let opts = WriteOptions {
+        version: FileVersion::V7,
+        compression: Compression::None,
+    };
+    let a = write(dir.path(), "a.dat", opts, &[], true);
+    let b = write(dir.path(), "b.dat", opts, &[], true);
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let plain = compare_args(&["-i", a, "-i", b]);
+    for args in [
+        &["-i", a, "-i", b, "--ts-offset", "1500000"][..],
+        &["-i", a, "-i", b, "--ts-offset", "-500000"],
+        &["-i", a, "--ts-offset", "700", "-i", b],
+        &["-i", a, "-i", b, "--ts-offset", "9", "--ts-offset", "2000"],
+        &["-i", a, "-i", b, "--ts-offset", "1500000", "--ts-diff"],
+        &["-i", a, "-i", b, "--ts-offset", "1500000", "-t"],
+        &["-i", a, "-i", b, "--ts-offset", "1500000", "--raw-ts"],
+        &["-i", a, "-i", b, "--ts-offset", "1500000", "--align-ts"],
+        &["-i", a, "--ts-offset", "1500000"],
+    ] {
+        let text = compare_args(args);
+        let shifted = args[..4] == ["-i", a, "-i", b] && args[4..].len() == 2;
+        if shifted {
+            assert_ne!(text, plain, "{args:?} changed nothing");
+        }
+    }
+    // Before any -i: refused by both.
+    let o = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["report", "--ts-offset", "5", "-i", a])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        "tracer-cli: --ts-offset must come after -i\n"
+    );
+}

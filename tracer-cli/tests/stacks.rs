@@ -1,8 +1,9 @@
 //! `tracer-cli report --stacks|--folded|--json` on the synthetic fixture of
 //! `ustack_testdata` (no root needed).
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
+
+use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("tracer-cli-stacks-{}", std::process::id()));
@@ -14,8 +15,8 @@ fn fixture(name: &str) -> PathBuf {
 
 /// `report`'s stdout, with the `file:line` of libc frames dropped: libc has
 /// one only where its separate debug file is installed.
-fn report(args: &[&str], file: &PathBuf) -> (String, String, bool) {
-    let (out, err, ok) = report_raw(args, file);
+fn report(args: &[&str], file: &Path) -> (String, String, bool) {
+    let (out, err, ok) = common::report(args, file);
     let libc_at = "/libc.so.6 at ";
     let out: String = out
         .split_inclusive('\n')
@@ -25,21 +26,6 @@ fn report(args: &[&str], file: &PathBuf) -> (String, String, bool) {
         })
         .collect();
     (out, err, ok)
-}
-
-fn report_raw(args: &[&str], file: &PathBuf) -> (String, String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
-        .arg("report")
-        .args(args)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-        out.status.success(),
-    )
 }
 
 /// The sync group's single frame: libc `write+0x4` when libc is readable;
@@ -128,12 +114,20 @@ fn stacks_json() {
         "{\"pid\":100,\"comm\":\"app\",\"kind\":\"deferred\",\"cookie\":\"0x300000001\",\"status\":\"complete\",\"first_ts\":1000,\"last_ts\":3000,\"loss_while_open\":true,\"cookie_events\":2,\"events\":[{\"seq\":0,\"cpu\":0,\"ts\":1000,\"name\":\"sys_enter\""
     ));
     assert!(lines[1].ends_with(
-        "\"user_stack\":{\"cpu\":1,\"ts\":3000,\"frames\":[{\"addr\":\"0x555500001234\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null},{\"addr\":\"0x555500005678\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null}]}},"
+        "\"user_stack\":{\"cpu\":1,\"ts\":3000,\"frames\":[{\"addr\":\"0x555500001234\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null,\"unresolved\":\"mapped file not readable as ELF\"},{\"addr\":\"0x555500005678\",\"symbol\":null,\"offset\":0,\"object\":\"/nonexistent/app\",\"location\":null,\"unresolved\":\"mapped file not readable as ELF\"}]}},"
     ));
     assert!(lines[2].contains("\"status\":\"stack-lost\""));
     assert!(lines[2].ends_with("\"user_stack\":null},"));
     assert!(lines[3].contains("\"kind\":\"sync\",\"cookie\":null"));
-    assert_eq!(lines[4], "]}");
+    // The end: what stayed unresolved, by reason (the sync frame is in
+    // libc when it is readable here).
+    let libc = sync_frame().1 == "write";
+    let end = if libc {
+        "],\"unresolved\":{\"count\":2,\"reasons\":{\"mapped file not readable as ELF\":2},\"user_frames\":3}}"
+    } else {
+        "],\"unresolved\":{\"count\":3,\"reasons\":{\"mapped file not readable as ELF\":3},\"user_frames\":3}}"
+    };
+    assert_eq!(lines[4], end);
 }
 
 #[test]

@@ -3,8 +3,9 @@
 //! frames hidden or shown, and traces with kernel stacks only, on the
 //! synthetic fixtures of `ustack_testdata` (no root needed).
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
+
+use std::path::PathBuf;
 
 use ustack_testdata::{self as testdata, TraceBuilder};
 
@@ -14,28 +15,6 @@ fn write(name: &str, t: TraceBuilder) -> PathBuf {
     let p = dir.join(name);
     t.write(&p).unwrap();
     p
-}
-
-fn report(args: &[&str], file: &Path) -> (String, String, bool) {
-    let out = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
-        .arg("report")
-        .args(args)
-        .arg("-i")
-        .arg(file)
-        .output()
-        .unwrap();
-    (
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-        out.status.success(),
-    )
-}
-
-fn ok(args: &[&str], file: &Path) -> String {
-    let (out, err, ok) = report(args, file);
-    assert!(ok, "{args:?}: {err}");
-    assert_eq!(err, "", "{args:?}");
-    out
 }
 
 const KERNEL_ONLY: &str = "\
@@ -56,23 +35,26 @@ other-200 kernel complete 0.000002..0.000002 events=1 frames=0
 #[test]
 fn kernel_only_trace_shows_one_group_per_kernel_stack_without_tracing_frames() {
     let f = write("kernel-only.dat", testdata::fixture_kernel_only());
-    assert_eq!(ok(&["--stacks"], &f), KERNEL_ONLY.replace("INTERNAL", ""));
+    assert_eq!(
+        common::report_ok(&["--stacks"], &f),
+        KERNEL_ONLY.replace("INTERNAL", "")
+    );
     let internal = "      => stack_trace_save+0x8 (ffffffff81700008)
       => trace_event_raw_event_sys_enter+0x10 (ffffffff81600010)
 ";
     assert_eq!(
-        ok(&["--stacks", "--internal-frames"], &f),
+        common::report_ok(&["--stacks", "--internal-frames"], &f),
         KERNEL_ONLY.replace("INTERNAL", internal)
     );
     assert_eq!(
-        ok(&["--folded"], &f),
+        common::report_ok(&["--folded"], &f),
         "app;do_syscall_64;__x64_sys_write;sys_enter 1\nother;do_syscall_64;schedule;sched_switch 1\n"
     );
     assert_eq!(
-        ok(&["--folded", "--internal-frames"], &f),
+        common::report_ok(&["--folded", "--internal-frames"], &f),
         "app;do_syscall_64;__x64_sys_write;trace_event_raw_event_sys_enter;stack_trace_save;sys_enter 1\nother;do_syscall_64;schedule;sched_switch 1\n"
     );
-    let json = ok(&["--json"], &f);
+    let json = common::report_ok(&["--json"], &f);
     let lines: Vec<&str> = json.lines().collect();
     assert_eq!(lines.len(), 4, "{json}");
     assert!(lines[1].starts_with(
@@ -89,7 +71,7 @@ fn a_trace_without_stacks_says_what_to_record() {
     t.comm(100, "app").sys_enter(0, 1_000, 100, 1);
     let f = write("no-stacks.dat", t);
     assert_eq!(
-        ok(&["--stacks"], &f),
+        common::report_ok(&["--stacks"], &f),
         "# 1 events, 0 groups: 0 complete, 0 pending, 0 stack-lost, 0 orphan-stack; drops: none\n\
          # no stacks in this trace: record with --user-stacks (and -T for kernel stacks)\n"
     );
@@ -121,25 +103,28 @@ app-100 cookie=300000001 complete 0.000001..0.000003 events=1 frames=2 (drops wh
   0.000002 [000] sys_exit: NR 1 = 5
 {APP_STACK}"
     );
-    assert_eq!(ok(&["--stacks", "-F", "sys_exit"], &f), exit_only);
     assert_eq!(
-        ok(&["--stacks", "--pid", "100", "-v", "-F", "sys_enter"], &f),
+        common::report_ok(&["--stacks", "-F", "sys_exit"], &f),
         exit_only
     );
     assert_eq!(
-        ok(&["--stacks", "-F", "sys_enter: id == 0"], &f),
+        common::report_ok(&["--stacks", "--pid", "100", "-v", "-F", "sys_enter"], &f),
+        exit_only
+    );
+    assert_eq!(
+        common::report_ok(&["--stacks", "-F", "sys_enter: id == 0"], &f),
         format!("{HEAD}# shown: 1 groups, 1 events\n{OTHER}")
     );
     assert_eq!(
-        ok(&["--stacks", "--cpu", "1"], &f),
+        common::report_ok(&["--stacks", "--cpu", "1"], &f),
         format!("{HEAD}# shown: 1 groups, 1 events\n{OTHER}")
     );
     assert_eq!(
-        ok(&["--stacks", "--comm", "other"], &f),
+        common::report_ok(&["--stacks", "--comm", "other"], &f),
         format!("{HEAD}# shown: 1 groups, 1 events\n{OTHER}")
     );
     assert_eq!(
-        ok(&["--stacks", "--time", ",0.000001"], &f),
+        common::report_ok(&["--stacks", "--time", ",0.000001"], &f),
         format!(
             "{HEAD}# shown: 1 groups, 1 events
 
@@ -151,17 +136,17 @@ app-100 cookie=300000001 complete 0.000001..0.000003 events=1 frames=2 (drops wh
         )
     );
     assert_eq!(
-        ok(&["--folded", "--cpu", "0", "--time", "0.000002,"], &f),
+        common::report_ok(&["--folded", "--cpu", "0", "--time", "0.000002,"], &f),
         format!(
             "app;[app];[app];sys_exit 1\napp;{};sys_enter 1\n",
             sync_folded()
         )
     );
-    let json = ok(&["--json", "--pid", "200,300"], &f);
+    let json = common::report_ok(&["--json", "--pid", "200,300"], &f);
     assert_eq!(json.lines().count(), 3, "{json}");
     assert!(json.lines().nth(1).unwrap().starts_with("{\"pid\":200,"));
     assert_eq!(
-        ok(&["--stacks", "--comm", "nobody"], &f),
+        common::report_ok(&["--stacks", "--comm", "nobody"], &f),
         format!("{HEAD}# shown: 0 groups, 0 events\n")
     );
 }
@@ -191,12 +176,18 @@ fn bad_selections_are_one_line_errors() {
             &["--stacks", "--time", "2,1"],
             "tracer-cli: bad time window \"2,1\": START is after END\n",
         ),
+        // --pid and --comm are trace-cmd's in the plain report; --time
+        // and --internal-frames only mean something in the stitched views.
         (
-            &["--pid", "1"],
-            "tracer-cli: --pid, --comm, --time and --internal-frames apply to --stacks, --json, --folded and --pprof\n",
+            &["--time", "1,2"],
+            "tracer-cli: --time and --internal-frames apply to --stacks, --json, --folded and --pprof\n",
+        ),
+        (
+            &["--internal-frames"],
+            "tracer-cli: --time and --internal-frames apply to --stacks, --json, --folded and --pprof\n",
         ),
     ] {
-        let (out, err, ok) = report(args, &f);
+        let (out, err, ok) = common::report(args, &f);
         assert!(!ok, "{args:?}");
         assert_eq!(out, "", "{args:?}");
         assert_eq!(err, want, "{args:?}");

@@ -191,6 +191,20 @@ fn tui_in_tmux() {
     assert!(reversed(&row("300000001    2")), "{styled}");
     assert!(!reversed(&row("500000002    1")), "{styled}");
 
+    // `/` finds a group through the frames of its stacks: a user frame's
+    // object (libc, the third group), a kernel frame's function (the first
+    // one, after wrapping around).
+    t.keys(&["/", "l", "i", "b", "c", ".", "s", "o", "Enter"]);
+    t.wait_for("/libc.so: row 3");
+    t.keys(&["/", "x", "6", "4", "_", "s", "y", "s", "Enter"]);
+    t.wait_for("/x64_sys: row 1 (wrapped)");
+    let now = t.screen_styled();
+    let selected: Vec<&str> = now.lines().filter(|l| reversed(l)).collect();
+    assert!(
+        selected.iter().any(|l| l.contains("300000001    2")),
+        "{now}"
+    );
+
     // Move to the lost group: the detail pane follows.
     t.keys(&["j"]);
     t.wait_all(&[
@@ -348,4 +362,123 @@ fn tui_live_in_tmux() {
     assert_eq!(trues, 20, "{maps:.3000}");
     drop(t);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The command line's selection (`--cpu`, `--comm`, `--filter`), as
+/// `report --stacks` chooses: the groups and the event list show only what
+/// it keeps.
+#[test]
+fn tui_selection_in_tmux() {
+    if !have_tmux() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("tmux is required under CI=true");
+        }
+        eprintln!("SKIP: tmux is not installed");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-sel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = trace(&dir);
+    let bin = env!("CARGO_BIN_EXE_tracer-cli");
+    let status = dir.join("exit");
+    let t = Tmux::start(
+        format!("tracer-cli-sel-{}", std::process::id()),
+        "100",
+        &format!("{bin} tui -i {} --cpu 1", file.display()),
+        &status,
+    );
+    let s = t.wait_all(&["Groups 1/3", "│other-200 cookie=500000002 stack-lost"]);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[3],
+        "│0.000001        200     other            500000002    1      0     stack-lost                     │"
+    );
+    assert_eq!(lines[4].trim_matches(['│', ' ']), "", "{s}");
+    // The event list: the three events of CPU 1, of all ten.
+    t.keys(&["2"]);
+    let s = t.wait_for("Events 3/10");
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[3],
+        "│0.000001        1   200     other                  sys_enter            NR 0 (0, 1, 2, 3, 4, 5)   │"
+    );
+    assert!(
+        lines[4].contains("user_unwind_cookie   cookie=0x500000002"),
+        "{s}"
+    );
+    assert!(
+        lines[5].contains("user_unwind_stack    cookie=0x300000001"),
+        "{s}"
+    );
+    assert_eq!(lines[6].trim_matches(['│', ' ']), "", "{s}");
+    t.keys(&["q"]);
+    assert_eq!(wait_exit(&t, &status, 10), "0");
+    drop(t);
+
+    // --comm and --filter: app's groups with a sys_exit.
+    let _ = std::fs::remove_file(&status);
+    let t = Tmux::start(
+        format!("tracer-cli-sel2-{}", std::process::id()),
+        "100",
+        &format!(
+            "{bin} tui -i {} --comm app --filter sys_exit",
+            file.display()
+        ),
+        &status,
+    );
+    let s = t.wait_all(&["Groups 1/3", "│app-100 cookie=300000001 complete"]);
+    let lines: Vec<&str> = s.lines().collect();
+    assert_eq!(
+        lines[3],
+        "│0.000001        100     app              300000001    2      2     complete                       │"
+    );
+    assert_eq!(lines[4].trim_matches(['│', ' ']), "", "{s}");
+    // The detail shows the group's sys_exit, not its sys_enter.
+    let detail: Vec<&str> = lines[13..]
+        .iter()
+        .map(|l| l.trim_matches(['│', ' ']))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(detail[1], "0.000002 [000] sys_exit: NR 1 = 5", "{s}");
+    assert!(!s.contains("sys_enter"), "{s}");
+    t.keys(&["2"]);
+    let s = t.wait_for("Events 1/10");
+    assert!(s.lines().nth(3).unwrap_or("").contains("sys_exit"), "{s}");
+    t.keys(&["q"]);
+    assert_eq!(wait_exit(&t, &status, 10), "0");
+    drop(t);
+
+    // --pid, --time and --invert: each keeps one group of three.
+    for (n, (args, group)) in [
+        (
+            "--pid 200",
+            "200     other            500000002    1      0     stack-lost",
+        ),
+        (
+            "--time 0.000004,",
+            "100     app              sync         1      1     complete",
+        ),
+        (
+            "--invert --filter sys_enter",
+            "100     app              300000001    2      2     complete",
+        ),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let _ = std::fs::remove_file(&status);
+        let t = Tmux::start(
+            format!("tracer-cli-sel3-{n}-{}", std::process::id()),
+            "100",
+            &format!("{bin} tui -i {} {args}", file.display()),
+            &status,
+        );
+        let s = t.wait_for("Groups 1/3");
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(lines[3].contains(group), "{args}: {s}");
+        assert_eq!(lines[4].trim_matches(['│', ' ']), "", "{args}: {s}");
+        t.keys(&["q"]);
+        assert_eq!(wait_exit(&t, &status, 10), "0");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -100,6 +100,10 @@ pub struct App {
     pub drops: Vec<CpuDrops>,
     /// Groups per status.
     pub counts: StatusCounts,
+    /// The groups the command line's selection shows (all when `None`).
+    chosen_groups: Option<Vec<bool>>,
+    /// The events the command line's selection shows (all when `None`).
+    chosen_events: Option<Vec<bool>>,
 }
 
 impl App {
@@ -195,12 +199,23 @@ impl App {
             detail: None,
             event_text: HashMap::new(),
             drops,
+            chosen_groups: None,
+            chosen_events: None,
         };
         app.apply_filter();
         if app.idx.stitched.groups.is_empty() && !app.idx.events.is_empty() {
             app.tab = Tab::Events;
         }
         app
+    }
+
+    /// Shows only the groups and events flagged (the command line's
+    /// `-F`, `--cpu`, `--pid`, `--comm` and `--time`, one flag per group
+    /// and per event); the interactive filters apply on top.
+    pub fn restrict(&mut self, groups: Vec<bool>, events: Vec<bool>) {
+        self.chosen_groups = Some(groups);
+        self.chosen_events = Some(events);
+        self.apply_filter();
     }
 
     /// Number of rows of the event list.
@@ -257,15 +272,22 @@ impl App {
     }
 
     fn event_matches(&self, seq: u64) -> bool {
-        self.idx
-            .events
-            .get(seq as usize)
-            .is_some_and(|e| self.task_matches(e.pid) && self.name_matches(e.id))
+        self.chosen_events
+            .as_ref()
+            .is_none_or(|c| c.get(seq as usize) == Some(&true))
+            && self
+                .idx
+                .events
+                .get(seq as usize)
+                .is_some_and(|e| self.task_matches(e.pid) && self.name_matches(e.id))
     }
 
     fn group_matches(&self, g: usize) -> bool {
         let grp = &self.idx.stitched.groups[g];
-        self.task_matches(grp.pid)
+        self.chosen_groups
+            .as_ref()
+            .is_none_or(|c| c.get(g) == Some(&true))
+            && self.task_matches(grp.pid)
             && (self.filter.event.is_none()
                 || grp.events.iter().any(|e| {
                     self.idx
@@ -287,7 +309,7 @@ impl App {
             .collect();
         self.sort_groups(&mut groups);
         self.groups = groups;
-        self.events = if self.filter.is_empty() {
+        self.events = if self.filter.is_empty() && self.chosen_events.is_none() {
             None
         } else {
             Some(
@@ -683,10 +705,15 @@ impl App {
         // Detail of the selected group.
         match self.selected_group() {
             Some(g) if self.detail.as_ref().map(|d| d.group) != Some(g) => {
-                self.detail = Some(SelectedGroup {
-                    group: g,
-                    detail: src.group_detail(&self.idx, g),
-                });
+                let mut detail = src.group_detail(&self.idx, g);
+                // A group shows the events the selection keeps, as in
+                // `report --stacks`.
+                if let Some(c) = &self.chosen_events {
+                    detail
+                        .events
+                        .retain(|e| c.get(e.seq as usize) == Some(&true));
+                }
+                self.detail = Some(SelectedGroup { group: g, detail });
             }
             None => self.detail = None,
             _ => {}

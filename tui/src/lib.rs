@@ -41,6 +41,7 @@ use crossterm::terminal::{
 };
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
+use ustack_printer::select::Selection;
 
 use crate::app::App;
 use crate::source::{FileSource, Source};
@@ -68,6 +69,9 @@ pub struct Options {
     pub live_maps: bool,
     /// Look the files that user stacks map up under this directory.
     pub symfs: Option<PathBuf>,
+    /// Only these groups and events (`-F`, `--cpu`, `--pid`, `--comm`,
+    /// `--time`, as `report --stacks` chooses them).
+    pub select: Selection,
 }
 
 /// Opens a trace file and builds the initial state for a terminal of
@@ -76,6 +80,16 @@ pub fn open(
     path: &Path,
     buffer: Option<&str>,
     size: (u16, u16),
+) -> Result<(App, FileSource), Error> {
+    open_selected(path, buffer, size, &Selection::default())
+}
+
+/// [`open`], showing only what `select` chooses.
+pub fn open_selected(
+    path: &Path,
+    buffer: Option<&str>,
+    size: (u16, u16),
+    select: &Selection,
 ) -> Result<(App, FileSource), Error> {
     let file = ustack_tracedata::TraceFile::open(path).map_err(|e| Error(e.to_string()))?;
     let bi = {
@@ -92,11 +106,46 @@ pub fn open(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
+    let chosen = (!select.is_all())
+        .then(|| selection(src.file(), bi, &idx, select))
+        .transpose()?;
     let mut app = App::new(idx, &title, ncpus, size);
+    if let Some((groups, events)) = chosen {
+        app.restrict(groups, events);
+    }
     if let Some(e) = &app.idx.error {
         app.message = format!("trace data cut short: {e}");
     }
     Ok((app, src))
+}
+
+/// The groups and events of `src` that `select` chooses, one flag each,
+/// judged as `report --stacks` judges them.
+fn selection(
+    f: &ustack_tracedata::TraceFile,
+    buffer: usize,
+    idx: &ustack_stitch::trace::Index,
+    select: &Selection,
+) -> Result<(Vec<bool>, Vec<bool>), Error> {
+    let Some(buf) = f.buffers().get(buffer) else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let sym = ustack_stitch::file::symbolizer(f);
+    let mut texts = ustack_stitch::view::Texts::for_file(f);
+    texts
+        .set_filters(&select.filters, &select.neg_filters)
+        .map_err(Error)?;
+    let rec = |s: u64| ustack_stitch::file::record(f, buf, idx.events.get(s as usize)?);
+    let comm = |pid| ustack_stitch::view::comm(idx, &sym, pid);
+    let chosen = ustack_printer::select::choose(select, idx, rec, &mut texts, comm);
+    let mut groups = vec![false; idx.stitched.groups.len()];
+    for g in chosen.groups {
+        groups[g as usize] = true;
+    }
+    let events = (0..idx.events.len() as u64)
+        .map(|s| ustack_printer::select::event_passes(select, idx, s, rec, &mut texts, comm))
+        .collect();
+    Ok((groups, events))
 }
 
 /// Draws `app` on `term` and records what was drawn; a draw that finds the
@@ -141,7 +190,7 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
         move |e: io::Error| Error(format!("{what}: {e}"))
     };
     let (w, h) = crossterm::terminal::size().map_err(io_err("cannot get the terminal size"))?;
-    let (mut app, src) = open(&opts.input, opts.buffer.as_deref(), (w, h))?;
+    let (mut app, src) = open_selected(&opts.input, opts.buffer.as_deref(), (w, h), &opts.select)?;
     if live.is_some() {
         app.title = "live".to_string();
     }
@@ -177,7 +226,12 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         if let Some(path) = snap {
                             // A snapshot that cannot be read keeps the
                             // previous view; the next one may be fine.
-                            match open(&path, opts.buffer.as_deref(), app.size) {
+                            match open_selected(
+                                &path,
+                                opts.buffer.as_deref(),
+                                app.size,
+                                &opts.select,
+                            ) {
                                 Ok((mut next, next_src)) => {
                                     next.title = app.title.clone();
                                     next.carry_over(&app);

@@ -7,10 +7,13 @@ use ustack_symbolize::Frame;
 use crate::app::{App, Tab};
 use crate::source::Source;
 
-/// Whether a shown frame's function or source location contains `pat`.
+/// Whether a shown frame's function, object (the file or module it is
+/// in: `/libc` finds the stacks through libc, also where no symbol was
+/// found) or source location contains `pat`.
 fn frames_match(frames: &[Frame], internal: bool, pat: &str) -> bool {
     internal::shown(frames, internal).any(|f| {
         f.symbol.as_deref().is_some_and(|s| s.contains(pat))
+            || f.object.as_deref().is_some_and(|o| o.contains(pat))
             || f.location.as_deref().is_some_and(|l| l.contains(pat))
     })
 }
@@ -33,7 +36,7 @@ impl App {
             return true;
         }
         if let Some(u) = grp.user_stack {
-            let fs = src.user_frames(grp.pid, st.stacks.get(u.stack));
+            let fs = src.user_frames(grp.pid, grp.last_ts, st.stacks.get(u.stack));
             if frames_match(&fs, true, pat) {
                 return true;
             }
@@ -69,10 +72,10 @@ impl App {
             let grp = &st.groups[g];
             grp.user_stack
                 .filter(|u| u.seq == seq)
-                .map(|u| (grp.pid, u.stack))
+                .map(|u| (grp.pid, grp.last_ts, u.stack))
         });
-        user.is_some_and(|(pid, stack)| {
-            frames_match(&src.user_frames(pid, st.stacks.get(stack)), true, pat)
+        user.is_some_and(|(pid, ts, stack)| {
+            frames_match(&src.user_frames(pid, ts, st.stacks.get(stack)), true, pat)
         })
     }
 

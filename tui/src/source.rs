@@ -17,9 +17,10 @@ pub trait Source {
     fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
         addrs.iter().map(|&a| Frame::unknown(a)).collect()
     }
-    /// Symbolized user addresses of `pid` (innermost first).
-    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
-        let _ = pid;
+    /// Symbolized user addresses of `pid` (innermost first), of a stack
+    /// of its group that ended at `ts` (the process's maps then).
+    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
+        let _ = (pid, ts);
         addrs.iter().map(|&a| Frame::unknown(a)).collect()
     }
 }
@@ -88,11 +89,11 @@ impl Source for FileSource {
         addrs.iter().map(|&a| self.sym.kernel(a)).collect()
     }
 
-    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
+    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
         addrs
             .iter()
             .enumerate()
-            .map(|(i, &a)| self.sym.user(pid, a, i > 0))
+            .map(|(i, &a)| self.sym.user_at(pid, Some(ts), a, i > 0))
             .collect()
     }
 

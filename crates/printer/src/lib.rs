@@ -6,7 +6,10 @@
 //!   filters and forms (`--stat`, `--uname`, `--version`);
 //! * [`stacks`] writes the stitched views (text blocks, JSON through serde,
 //!   folded stacks for flame graphs, and [`pprof`] profiles);
+//! * `plain` writes the info of events whose print fmt is plain integer
+//!   conversions (most system calls) as libtraceevent would, faster;
 //! * [`select`] chooses the groups and events the stitched views show;
+//! * [`profile`] is `report --profile` (times and call trees per task);
 //! * [`group`] is the text of one stitched group and [`frame`] the one
 //!   place a stack frame is spelt, for each kind of output.
 //!
@@ -16,9 +19,12 @@
 pub mod frame;
 pub mod group;
 pub mod listings;
+mod plain;
 pub mod pprof;
+pub mod profile;
 pub mod report;
 pub mod select;
 pub mod stacks;
 pub mod tracecmd;
+pub mod verbose;
 pub mod wakeup;

@@ -23,12 +23,16 @@ pub fn formats_parse(file: &TraceFile) -> bool {
 }
 
 /// Prints the kernel functions of `file` (`%016llx name [module]`, by
-/// address) to the C `stdout`, as `trace-cmd report -f`.
-pub fn print_functions(file: &TraceFile) -> Result<()> {
-    loaded(file)
-        .map_err(|e| anyhow!("{e}"))?
-        .tep()
-        .print_funcs();
+/// address) to the C `stdout`, as `trace-cmd report -f`; `extra` is the
+/// text of a kallsyms file given with `--kallsyms`, added to the file's.
+pub fn print_functions(file: &TraceFile, extra: Option<&[u8]>) -> Result<()> {
+    let mut t = loaded(file).map_err(|e| anyhow!("{e}"))?;
+    if let Some(text) = extra {
+        t.tep_mut()
+            .parse_kallsyms(text)
+            .map_err(|e| anyhow!("{e}"))?;
+    }
+    t.tep().print_funcs();
     Ok(())
 }
 
@@ -40,4 +44,12 @@ pub fn print_printk(file: &TraceFile) -> Result<()> {
         .tep()
         .print_printk();
     Ok(())
+}
+
+/// The libtraceevent plugins a handle loads, as `trace-cmd list -P`
+/// prints them: `  PATH` per line, the last loaded first.
+pub fn plugin_list() -> Result<Vec<u8>> {
+    let mut tep = ustack_traceevent::Tep::new(8, 4096).map_err(|e| anyhow!("{e}"))?;
+    tep.load_plugins();
+    Ok(tep.plugin_list_text())
 }

@@ -66,6 +66,14 @@ pub struct ReportOptions {
     /// time of its first and/or last event (`--cpus`, `--first-event`,
     /// `--last-event`).
     pub cpu_list: Option<CpuList>,
+    /// Account the events instead of printing them and print the profile
+    /// (`--profile`, with `-G`, `-H`, `--by-comm`).
+    pub profile: Option<crate::profile::ProfileOptions>,
+    /// trace-cmd's `-V`: the file version, the plugins loaded and the
+    /// events their handlers take over, before the report.
+    pub verbose: bool,
+    /// Kernel symbols (kallsyms text) added to the file's (`--kallsyms`).
+    pub kallsyms: Option<Vec<u8>>,
 }
 
 /// Which plugins `report` loads.
@@ -124,8 +132,11 @@ impl Filters {
 /// One buffer's stream with trace-cmd's filtering applied.
 struct Stream<'a> {
     prefix: String,
-    iter: ustack_tracedata::reader::Records<'a>,
-    next: Option<(Record<'a>, Option<Option<u64>>)>,
+    /// Reads the top buffer (not an instance).
+    top: bool,
+    /// The CPU's events; its current one is the next to show when `ready`.
+    iter: ustack_tracedata::CpuCursor<'a>,
+    ready: bool,
     done: bool,
     last_printed: Vec<bool>,
     /// The timestamp of the last record shown, for `--ts-check`.
@@ -144,67 +155,73 @@ struct Ctx<'f> {
 }
 
 impl<'a> Stream<'a> {
+    /// Moves to the next event to show (if not there yet) and returns its
+    /// timestamp as shown.
     fn peek(&mut self, cx: &Ctx<'_>) -> Result<Option<u64>> {
-        while self.next.is_none() && !self.done {
-            let mut lost = None;
-            let rec = loop {
-                match self.iter.next() {
-                    None => {
-                        self.done = true;
-                        return Ok(None);
-                    }
-                    Some(Err(e)) => {
-                        // Keep going with the other CPUs; report the first
-                        // error at the end.
-                        if self.error.is_none() {
-                            self.error = Some(e);
-                        }
-                        continue;
-                    }
-                    Some(Ok(Item::Lost { count, .. })) => lost = Some(count),
-                    Some(Ok(Item::Event(r))) => break r,
+        while !self.ready && !self.done {
+            match self.iter.advance() {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.done = true;
+                    return Ok(None);
                 }
-            };
-            if self.show(cx, &rec) {
-                self.next = Some((rec, lost));
+                Err(e) => {
+                    // Keep going with the other CPUs; report the first
+                    // error at the end.
+                    if self.error.is_none() {
+                        self.error = Some(e);
+                    }
+                    continue;
+                }
+            }
+            if let Some(rec) = self.iter.record() {
+                self.ready = show(&mut self.last_printed, cx, &rec);
             }
         }
-        Ok(self.next.as_ref().map(|(r, _)| cx.time.apply(r.ts)))
+        Ok(self
+            .ready
+            .then(|| self.iter.record())
+            .flatten()
+            .map(|r| cx.time.apply(r.ts)))
     }
+}
 
-    /// libtracecmd's tracecmd_filter_match() (trace-cmd 3.1): an event that
-    /// no `-F` filter matches is hidden, unless it is a `kernel_stack` or
-    /// `user_stack` and the previous shown event of its CPU was shown;
-    /// `-v` filters hide what they match. Only shown events update the
-    /// per-CPU "previous event was shown" (a hidden one does not reset it).
-    /// `-I`/`-S` hide interrupt context events before any filter.
-    fn show(&mut self, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
-        let flags = r.common_flags().unwrap_or(0);
-        if (cx.no_irqs && flags & TRACE_FLAG_HARDIRQ != 0)
-            || (cx.no_softirqs && flags & TRACE_FLAG_SOFTIRQ != 0)
-        {
+/// libtracecmd's tracecmd_filter_match() (trace-cmd 3.1): an event that
+/// no `-F` filter matches is hidden, unless it is a `kernel_stack` or
+/// `user_stack` and the previous shown event of its CPU was shown;
+/// `-v` filters hide what they match. Only shown events update the
+/// per-CPU "previous event was shown" (a hidden one does not reset it).
+/// `-I`/`-S` hide interrupt context events after that, in trace-cmd's
+/// own loop: an event they hide still counts as shown for the stacks
+/// that follow it.
+fn show(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
+    let flags = r.common_flags().unwrap_or(0);
+    let irq_hidden = (cx.no_irqs && flags & TRACE_FLAG_HARDIRQ != 0)
+        || (cx.no_softirqs && flags & TRACE_FLAG_SOFTIRQ != 0);
+    filter_match(last_printed, cx, r) && !irq_hidden
+}
+
+/// The `-F`/`-v` part of [`show`].
+fn filter_match(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
+    let f = &cx.filters;
+    if f.pos.is_empty() && f.neg.is_empty() {
+        return true;
+    }
+    let mut rec = tep::Record::new(r.data, r.ts, r.cpu);
+    let cpu = r.cpu as usize;
+    if last_printed.len() <= cpu {
+        last_printed.resize(cpu + 1, false);
+    }
+    if !f.pos.is_empty() && !Filters::any(&f.pos, &mut rec) {
+        let id = r.common_type();
+        let is_stack = id.is_some() && (id == cx.stack_id || id == cx.user_stack_id);
+        if !(is_stack && last_printed[cpu]) {
             return false;
         }
-        let f = &cx.filters;
-        if f.pos.is_empty() && f.neg.is_empty() {
-            return true;
-        }
-        let mut rec = tep::Record::new(r.data, r.ts, r.cpu);
-        let cpu = r.cpu as usize;
-        if self.last_printed.len() <= cpu {
-            self.last_printed.resize(cpu + 1, false);
-        }
-        if !f.pos.is_empty() && !Filters::any(&f.pos, &mut rec) {
-            let id = r.common_type();
-            let is_stack = id.is_some() && (id == cx.stack_id || id == cx.user_stack_id);
-            if !(is_stack && self.last_printed[cpu]) {
-                return false;
-            }
-        }
-        let hidden = Filters::any(&f.neg, &mut rec);
-        self.last_printed[cpu] = !hidden;
-        !hidden
     }
+    let hidden = Filters::any(&f.neg, &mut rec);
+    last_printed[cpu] = !hidden;
+    !hidden
 }
 
 /// `common_flags`: the event happened in hard interrupt context.
@@ -416,6 +433,10 @@ pub struct Input<'f> {
     /// This file's timestamps count this many ticks per second
     /// (`--ts2secs` after its `-i`).
     pub ts2secs: Option<u64>,
+    /// Nanoseconds added to this file's timestamps (`--ts-offset` after
+    /// its `-i`, from the second file on), before the file's own DATE and
+    /// OFFSET options, as libtracecmd adds them.
+    pub ts_offset: i64,
 }
 
 impl<'f> Input<'f> {
@@ -431,6 +452,7 @@ impl<'f> Input<'f> {
             raw_events: Vec::new(),
             no_handler_events: Vec::new(),
             ts2secs: None,
+            ts_offset: 0,
         }
     }
 }
@@ -442,8 +464,20 @@ struct Source<'f> {
 }
 
 /// Sets up the printer of one input as the options say.
-fn printer_for<'f>(input: &Input<'f>, args: &ReportOptions) -> Result<Printer<'f>> {
-    let mut printer = Printer::with_plugin_flags(input.file, plugin_flags(args)?)?;
+fn printer_for<'f>(
+    input: &Input<'f>,
+    args: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<Printer<'f>> {
+    let flags = plugin_flags(args)?;
+    let mut printer = if args.verbose {
+        crate::verbose::printer(input.file, flags, out)?
+    } else {
+        Printer::with_plugin_flags(input.file, flags)?
+    };
+    if let Some(text) = &args.kallsyms {
+        printer.tep_mut().parse_kallsyms(text)?;
+    }
     if args.nsec {
         printer.set_nsec();
     }
@@ -501,7 +535,7 @@ pub fn report_files(
     let mut first: Option<u64> = None;
     for input in inputs {
         let file = input.file;
-        let mut printer = printer_for(input, args)?;
+        let mut printer = printer_for(input, args, out)?;
         let testing =
             args.test_filters && !(args.filters.is_empty() && args.neg_filters.is_empty());
         if testing {
@@ -521,7 +555,7 @@ pub fn report_files(
                 .ts2secs
                 .or(args.ts2secs)
                 .map(|hz| 1e9 / hz.max(1) as f64),
-            offset: file.ts_offset(!args.nodate),
+            offset: input.ts_offset.wrapping_add(file.ts_offset(!args.nodate)),
         };
         if let Some(list) = args.cpu_list {
             print_cpu_list(file, &mut printer, time, list, out)?;
@@ -594,15 +628,16 @@ pub fn report_files(
             // two equal), the lower CPU (or the earlier --cpu) first.
             let all: Vec<u32> = b.cpus.iter().map(|c| c.cpu).collect();
             for &cpu in cpus.unwrap_or(&all) {
-                if !all.contains(&cpu) {
+                let Some(iter) = file.cpu_cursor(b, cpu) else {
                     continue;
-                }
+                };
                 streams.push((
                     n,
                     Stream {
                         prefix: prefix.clone(),
-                        iter: file.records_of_cpus(b, Some(&[cpu])).trace_cmd_compat(),
-                        next: None,
+                        top: b.is_top(),
+                        iter: iter.trace_cmd_compat(),
+                        ready: false,
                         done: false,
                         last_printed: Vec::new(),
                         last_ts: 0,
@@ -613,6 +648,11 @@ pub fn report_files(
         }
     }
     let mut wakeups = args.wakeup.then(|| Wakeups::new(inputs[0].file));
+    let mut profile = match &args.profile {
+        Some(_) if multi => bail!("--profile reads one file"),
+        Some(p) => Some(crate::profile::Profile::new(inputs[0].file, p)?),
+        None => None,
+    };
     let mut ts_diff_last = None;
     loop {
         let mut best: Option<(usize, u64)> = None;
@@ -626,7 +666,10 @@ pub fn report_files(
         let Some((i, ts)) = best else { break };
         let (n, s) = &mut streams[i];
         let src = &mut sources[*n].1;
-        let (rec, lost) = s.next.take().expect("peeked");
+        s.ready = false;
+        let (Some(rec), lost) = (s.iter.record(), s.iter.lost()) else {
+            continue;
+        };
         if args.ts_check && s.last_ts > ts {
             written.warnings.push(format!(
                 "record on cpu {} went backwards: {} to {ts} delta: -{}",
@@ -636,6 +679,20 @@ pub fn report_files(
             ));
         }
         s.last_ts = ts;
+        if let Some(p) = profile.as_mut() {
+            if !s.top {
+                // trace-cmd prints the record's instance prefix, then dies;
+                // its name is right-aligned in twice its width plus two
+                // (seen with one instance of 2, 4 and 14 characters).
+                let width = s.prefix.len().saturating_sub(2);
+                let name = s.prefix.trim_end_matches(": ").trim_start();
+                write!(out, "{name:>0$}: ", 2 * width + 2)?;
+                out.flush()?;
+                return Err(crate::profile::InstanceRecord.into());
+            }
+            p.record(src.cx.file, &rec, ts, lost.is_some());
+            continue;
+        }
         let name = src
             .cx
             .file
@@ -655,6 +712,9 @@ pub fn report_files(
     }
     if let Some(w) = &wakeups {
         w.summary(out)?;
+    }
+    if let (Some(p), Some((_, src))) = (profile.as_mut(), sources.first()) {
+        p.write(out, &src.printer)?;
     }
     out.flush()?;
     if let Some(e) = streams.iter_mut().find_map(|(_, s)| s.error.take()) {

@@ -154,6 +154,28 @@ pub fn choose<'r>(
     out
 }
 
+/// Whether event `seq` of `idx` passes `sel` on its own, in a group or
+/// not (the TUI's list of all events): its CPU, time and task, and the
+/// `-F` filters, as [`choose`] judges the events of a group.
+pub fn event_passes<'r>(
+    sel: &Selection,
+    idx: &Index,
+    seq: u64,
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    texts: &mut Texts,
+    mut comm: impl FnMut(i32) -> String,
+) -> bool {
+    let Some(e) = idx.events.get(seq as usize) else {
+        return false;
+    };
+    let (cpu, ts) = idx.cpu_ts(seq);
+    let filtered = !sel.filters.is_empty() || !sel.neg_filters.is_empty();
+    (sel.pids.is_empty() || sel.pids.contains(&e.pid))
+        && (sel.comms.is_empty() || sel.comms.contains(&comm(e.pid)))
+        && sel.cpu_and_time(cpu, ts)
+        && (!filtered || rec(seq).is_some_and(|r| texts.selects(&r)))
+}
+
 fn group_passes(sel: &Selection, g: &Group, comm: &mut impl FnMut(i32) -> String) -> bool {
     (sel.pids.is_empty() || sel.pids.contains(&g.pid))
         && (sel.comms.is_empty() || sel.comms.contains(&comm(g.pid)))

@@ -109,7 +109,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let (mode, nsec) = (view.mode, view.nsec);
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
-    let mut sym = file::symbolizer(f).with_root(view.symfs.clone());
+    let mut sym = file::symbolizer_for(f, &idx, view.symfs.clone());
     let mut texts = view::Texts::for_file(f);
     texts
         .set_filters(&view.select.filters, &view.select.neg_filters)
@@ -154,6 +154,9 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         Mode::Pprof => crate::pprof::write(details, out)?,
     }
     written.cut_short = idx.error.as_ref().map(|e| e.to_string());
+    if mode == Mode::Json {
+        json_end(&written, out)?;
+    }
     if mode == Mode::Text {
         if let Some(line) = written.unresolved_line() {
             writeln!(out, "# {line}")?;
@@ -274,6 +277,9 @@ struct JsonFrame<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     file_offset: Option<String>,
     location: &'a Option<String>,
+    /// Why a user frame has no symbol.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unresolved: Option<&'static str>,
 }
 
 fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
@@ -288,6 +294,7 @@ fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
                 .filter(|_| f.symbol.is_none())
                 .map(|o| format!("{o:#x}")),
             location: &f.location,
+            unresolved: f.unresolved.map(Unresolved::reason),
         })
         .collect()
 }
@@ -372,8 +379,9 @@ impl<'a> JsonGroup<'a> {
     }
 }
 
-/// One JSON document: `{"events":N,"drops":[..],"groups":[..]}`, one
-/// group per line.
+/// One JSON document without its end: `{"events":N,"drops":[..],
+/// "groups":[..]`, one group per line; [`write_file`] ends it with what
+/// stayed unresolved (`,"unresolved":{..}}`).
 pub fn json(
     idx: &Index,
     details: impl Iterator<Item = GroupDetail>,
@@ -399,7 +407,24 @@ pub fn json(
         first = false;
         serde_json::to_writer(&mut *out, &JsonGroup::of(&d))?;
     }
-    out.write_all(b"\n]}\n")
+    out.write_all(b"\n]")
+}
+
+/// The end of the JSON output: how many user frames were written and why
+/// those without a symbol have none, e.g.
+/// `"unresolved":{"user_frames":840,"count":12,"reasons":{"process gone
+/// before its maps were read":12}}`.
+fn json_end(w: &Written, out: &mut dyn Write) -> std::io::Result<()> {
+    let reasons: BTreeMap<&str, usize> =
+        w.unresolved.iter().map(|(r, &n)| (r.reason(), n)).collect();
+    let end = serde_json::json!({
+        "user_frames": w.user_frames,
+        "count": w.unresolved.values().sum::<usize>(),
+        "reasons": reasons,
+    });
+    out.write_all(b",\"unresolved\":")?;
+    serde_json::to_writer(&mut *out, &end)?;
+    out.write_all(b"}\n")
 }
 
 /// Folded stacks: `comm;user (outermost first);kernel (outermost

@@ -9,6 +9,13 @@ use anyhow::Result;
 use ustack_tracedata::{Record, TraceFile};
 use ustack_traceevent as tep;
 
+use crate::plain::Plain;
+
+/// [`Printer::plain`]: the id's print fmt was not looked at yet.
+const PLAIN_UNKNOWN: u32 = u32::MAX;
+/// [`Printer::plain`]: libtraceevent prints the id's info.
+const PLAIN_NO: u32 = u32::MAX - 1;
+
 /// libtraceevent set up from a trace file, the way trace-cmd sets it up.
 pub struct Printer<'f> {
     pub(crate) tep: tep::FileTep,
@@ -27,6 +34,10 @@ pub struct Printer<'f> {
     /// `--ts-diff` in microseconds: the trace clock counts nanoseconds
     /// and the column shows microseconds.
     ts_diff_usecs: bool,
+    /// Per event id: index into `plains` of its compiled print fmt, or
+    /// [`PLAIN_UNKNOWN`] / [`PLAIN_NO`]; empty until the first event.
+    plain: Vec<u32>,
+    plains: Vec<Plain>,
 }
 
 impl<'f> Printer<'f> {
@@ -53,7 +64,18 @@ impl<'f> Printer<'f> {
         file: &'f TraceFile,
         plugin_flags: std::ffi::c_int,
     ) -> Result<Printer<'f>> {
-        let (t, _rejected) = tep::FileTep::with_flags(file, plugin_flags)?;
+        Printer::with_plugin_flags_and_order(file, plugin_flags, None)
+    }
+
+    /// [`Printer::with_plugin_flags`], handing the formats of `order` to
+    /// libtraceevent right after the plugins (see
+    /// [`tep::FileTep::with_flags_and_order`]).
+    pub fn with_plugin_flags_and_order(
+        file: &'f TraceFile,
+        plugin_flags: std::ffi::c_int,
+        order: Option<&[u16]>,
+    ) -> Result<Printer<'f>> {
+        let (t, _rejected) = tep::FileTep::with_flags_and_order(file, plugin_flags, order)?;
         Ok(Printer {
             tep: t,
             file,
@@ -64,6 +86,8 @@ impl<'f> Printer<'f> {
             info: tep::Print::Info,
             ts_diff: None,
             ts_diff_usecs: false,
+            plain: Vec::new(),
+            plains: Vec::new(),
         })
     }
 
@@ -174,7 +198,7 @@ impl<'f> Printer<'f> {
                 .tep()
                 .print(&mut self.seq, &mut rec, tep::Print::Latency);
             self.line.extend_from_slice(self.seq.as_bytes());
-            return self.finish_line(&mut rec, name);
+            return self.finish_line(&mut rec, r.data, name);
         }
         let pid = r.common_pid().unwrap_or(0);
         let comm = self
@@ -199,7 +223,7 @@ impl<'f> Printer<'f> {
         line.extend_from_slice(b" [");
         push_digits(line, r.cpu.into(), 3, b'0');
         line.push(b']');
-        self.finish_line(&mut rec, name)
+        self.finish_line(&mut rec, r.data, name)
     }
 
     /// Appends the time column (`" %6.1000d"`, `" %9.1d"` or `"%12d"`).
@@ -235,27 +259,58 @@ impl<'f> Printer<'f> {
         let _ = write!(line, " {text:<8}");
     }
 
+    /// The compiled print fmt of event `id` when libtraceevent would print
+    /// its info from that print fmt alone (see [`crate::plain`]).
+    fn plain(&mut self, id: u16) -> Option<&Plain> {
+        if self.plain.is_empty() {
+            self.plain = vec![PLAIN_UNKNOWN; 1 << 16];
+        }
+        let slot = self.plain[id as usize];
+        if slot == PLAIN_UNKNOWN {
+            let compiled = self
+                .file
+                .formats()
+                .text_by_id(id)
+                .filter(|(_, text)| tep::screen::check(text).is_ok())
+                .and_then(|_| self.file.formats().by_id(id))
+                .filter(|_| self.tep.tep().event_is_plain(id))
+                .and_then(|f| Plain::compile(f, self.file.long_size()));
+            self.plain[id as usize] = match compiled {
+                Some(p) => {
+                    self.plains.push(p);
+                    (self.plains.len() - 1) as u32
+                }
+                None => PLAIN_NO,
+            };
+        }
+        self.plains.get(self.plain[id as usize] as usize)
+    }
+
     /// Appends the time, name and info columns to `self.line`.
-    fn finish_line(&mut self, rec: &mut tep::Record<'_>, name: &str) -> &[u8] {
+    fn finish_line(&mut self, rec: &mut tep::Record<'_>, data: &[u8], name: &str) -> &[u8] {
         let mut line = std::mem::take(&mut self.line);
         self.push_time(&mut line, rec);
         line.push(b':');
         self.push_ts_diff(&mut line, rec.ts());
-        self.line = line;
-        let line = &mut self.line;
         line.push(b' ');
         line.extend_from_slice(name.as_bytes());
         line.extend_from_slice(b": ");
-        for _ in name.len()..20 {
-            line.push(b' ');
+        line.resize(line.len() + 20usize.saturating_sub(name.len()), b' ');
+        let plain = self.info == tep::Print::Info
+            && rec
+                .common_type()
+                .and_then(|id| self.plain(id))
+                .is_some_and(|p| p.write(data, &mut line));
+        if !plain {
+            self.seq.reset();
+            self.tep.tep().print(&mut self.seq, rec, self.info);
+            line.extend_from_slice(self.seq.as_bytes());
+            if line.last() == Some(&b'\n') {
+                line.pop();
+            }
         }
-        self.seq.reset();
-        self.tep.tep().print(&mut self.seq, rec, self.info);
-        line.extend_from_slice(self.seq.as_bytes());
-        if line.last() == Some(&b'\n') {
-            line.pop();
-        }
-        line
+        self.line = line;
+        &self.line
     }
 }
 

@@ -5,10 +5,15 @@
 //! As in trace-cmd, the top instance is extracted by default; `-B NAME`
 //! (repeatable) and `-a` (all instances) select instances instead, and `-t`
 //! adds the top instance back.
+//!
+//! The processes with user stacks in the extracted data that are still
+//! alive have their maps read from `/proc` (PROCMAPS, valid for the whole
+//! trace), with the threads of the kernel's `saved_tgids`; nothing more can
+//! be known after the fact on a stock kernel.
 
 use super::opts::{InstanceSelection, OutputOpts};
 use anyhow::Result;
-use ustack_record::{buffer_data, collect_meta, TempFiles};
+use ustack_record::{buffer_data, collect_meta, MapsTracker, StackPidScanner, TempFiles};
 use ustack_tracedata::writer::write_trace_dat;
 use ustack_tracefs::Tracefs;
 
@@ -37,6 +42,7 @@ pub fn run(args: Args) -> Result<()> {
     let insts = args.select.select(&fs)?;
     let mut temps = Vec::new();
     let mut buffers = Vec::new();
+    let mut maps = MapsTracker::new(Vec::new());
     for inst in &insts {
         let cpus = inst.cpus()?;
         let (t, files) = TempFiles::create_tagged(&args.out.output, inst.name(), &cpus)?;
@@ -47,6 +53,12 @@ pub fn run(args: Args) -> Result<()> {
             drop(reader);
             cpu_files.push((*cpu, path.clone(), inst.cpu_stats(*cpu)?));
         }
+        let paths: Vec<_> = cpu_files.iter().map(|(c, p, _)| (*c, p.clone())).collect();
+        if let Some(mut sc) = StackPidScanner::new(&fs, inst.page_size(), &paths)? {
+            for pid in sc.scan_all() {
+                maps.add_seen(pid);
+            }
+        }
         buffers.push(buffer_data(inst, &cpu_files)?);
         temps.push(t);
     }
@@ -55,7 +67,10 @@ pub fn run(args: Args) -> Result<()> {
     };
     // The formats of every event: what was enabled when the data was
     // written is not known any more.
-    let meta = collect_meta(&fs, first, None, Vec::new())?;
+    if let Ok(t) = fs.read("saved_tgids") {
+        maps.add_saved_tgids(&String::from_utf8_lossy(&t));
+    }
+    let meta = collect_meta(&fs, first, None, maps.into_maps())?;
     let summary = write_trace_dat(&args.out.output, &meta, &buffers, &wopts)?;
     drop(temps);
     if !args.quiet {

@@ -1,7 +1,7 @@
 //! `tracer-cli list`: what `trace-cmd list` prints, byte for byte: events
 //! (`-e [REGEX]`, with `-F` formats, `-l` filters or `-R` triggers), tracers
-//! (`-t`), options (`-o`), systems (`-s`), instances (`-B`), clocks (`-C`)
-//! and compression algorithms (`-c`). Without one of those, the systems,
+//! (`-t`), options (`-o`), libtraceevent plugins (`-P`), systems (`-s`),
+//! instances (`-B`), clocks (`-C`) and compression algorithms (`-c`). Without one of those, the systems,
 //! events, tracers, options and compression algorithms.
 
 use super::bre::Bre;
@@ -42,6 +42,9 @@ pub struct Args {
     /// List the tracers.
     #[arg(short = 't', visible_short_alias = 'p')]
     pub tracers: bool,
+    /// List the libtraceevent plugins (the files loaded).
+    #[arg(short = 'P')]
+    pub plugins: bool,
     /// List the event systems.
     #[arg(short = 's')]
     pub systems: bool,
@@ -281,6 +284,7 @@ pub fn run(args: Args) -> Result<()> {
     let list_instances = matches!(args.instance, Some(None));
     let all = args.events.is_none()
         && !args.options
+        && !args.plugins
         && !args.tracers
         && !args.systems
         && !args.clocks
@@ -296,6 +300,9 @@ pub fn run(args: Args) -> Result<()> {
     }
     if args.options {
         show_options(&mut out, &inst)?;
+    }
+    if args.plugins {
+        out.write_all(&ustack_printer::listings::plugin_list()?)?;
     }
     if list_instances {
         show_instances(&mut out, &fs)?;

@@ -8,6 +8,7 @@ pub mod record;
 pub mod report;
 pub mod report_forms;
 pub mod reset;
+pub mod select;
 pub mod show;
 pub mod start;
 pub mod stat;

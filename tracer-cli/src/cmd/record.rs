@@ -16,7 +16,10 @@
 //! exec and its exit, however short it lives; `--no-ptrace` polls instead.
 //! `-P` pids are someone else's processes: they and their descendants are
 //! polled ([`MapsTracker`]), as are the processes seen with user stacks in
-//! the data.
+//! the data. A private instance follows execs and forks ([`ProcWatch`]):
+//! every read of maps gets a trace time, a process is read when it execs
+//! (when recording the whole system), and PROCMAPS says which maps were
+//! valid when, so each stack is resolved with the maps of its time.
 
 use anyhow::{bail, Result};
 use clap::ArgMatches;
@@ -24,8 +27,9 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use ustack_record::{
-    check_output, collect_meta, setup, CpuResult, MapsStore, MapsTracker, Recorder, SpaceReserve,
-    StackPidScanner, TraceStats, TracedCommand, UserStacks,
+    check_output, collect_meta, last_comms, setup_watched, Cmdlines, CpuResult, MapsStore,
+    MapsTracker, ProcWatch, Recorder, SpaceReserve, StackPidScanner, TraceStats, TracedCommand,
+    UserStacks,
 };
 
 use super::opts::{OutputOpts, TraceOpts, Unsupported};
@@ -33,6 +37,7 @@ use crate::signals;
 use ustack_tracedata::writer::{TraceMeta, WriteSummary};
 use ustack_tracefs::CpuStats;
 
+mod phases;
 mod progress;
 
 /// Arguments of `tracer-cli record`.
@@ -74,6 +79,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let wopts = args.out.write_options()?;
     check_output(&args.out.output)?;
     signals::install()?;
+    let mut phases = phases::Phases::start();
 
     // The command's maps are snapshotted at its execs and exits by the
     // ptrace thread, and polled; -P pids are only polled.
@@ -88,11 +94,26 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         )?)
     };
     let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
-    let mut session = setup(&config, child_pid)?;
+    phases.end("spawn");
+    let (mut session, watch) = setup_watched(&config, child_pid)?;
     super::opts::note_leftover(session.leftover_restored);
     session.guard.on_drop_error(signals::report);
     signals::set_restorer(Some(session.guard.restorer()));
     let inst = &session.inst;
+    let mut watch = match watch {
+        Ok(w) => {
+            store.set_stamper(w.stamper());
+            Some(w)
+        }
+        Err(e) => {
+            if !args.quiet {
+                eprintln!("tracer-cli: warning: cannot follow execs and forks ({e:#}); user stacks of processes that exec may resolve less");
+            }
+            None
+        }
+    };
+    let everyone = child.is_none() && args.trace.pids.is_empty();
+    phases.end("setup");
 
     // Room for the trace.dat even if the per-CPU files fill the disk
     // (taken once the setup worked, so a typo does not clobber an old file).
@@ -110,7 +131,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         }
         roots.push(c.pid().as_raw() as u32);
     }
-    let mut maps = MapsTracker::with_store(roots, store);
+    let mut maps = MapsTracker::with_store(roots, store.clone());
     let mut scanner = match args.trace.user_stacks {
         UserStacks::Off => None,
         _ => StackPidScanner::new(&session.fs, inst.page_size(), rec.temp_files())?,
@@ -118,20 +139,37 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = progress::Progress::default();
     let start = Instant::now();
+    phases.end("readers");
     inst.set_tracing_on(true)?;
     if let Some(c) = child.as_mut() {
         c.release()?;
     }
+    phases.end("start");
     if child.is_none() && !args.quiet {
         eprintln!("tracer-cli: recording; press Ctrl-C to stop");
     }
     let mut tick = 0u64;
     let mut child_status = None;
+    // Names of the tasks that ran, before the kernel's cache drops them.
+    // Tasks created or renamed while recording are named by the ProcWatch;
+    // these reads keep the names of older ones, and a cache of thousands
+    // (6.8 and later) turns over in far more than a second: once a second
+    // (each read is the whole cache, 80 KB on 6.18) rather than every tick.
+    let mut cmdlines = Cmdlines::default();
     loop {
+        if tick % 20 == 0 {
+            if let Ok(saved) = session.fs.saved_cmdlines() {
+                cmdlines.absorb(&saved);
+            }
+        }
         if tick % 4 == 0 {
             maps.scan_children();
         }
         maps.snapshot();
+        if let Some(w) = watch.as_mut() {
+            let ev = w.poll();
+            maps.on_events(&ev, everyone);
+        }
         if let Some(sc) = scanner.as_mut().filter(|_| tick % 2 == 0) {
             for pid in sc.scan() {
                 maps.add_seen(pid);
@@ -150,10 +188,20 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         if show && tick % 10 == 0 {
             progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
         }
-        std::thread::sleep(Duration::from_millis(50));
+        // The command's exit ends the wait at once (the stop latency).
+        match child.as_ref() {
+            Some(c) => {
+                if let Some(st) = c.wait_timeout(Duration::from_millis(50)) {
+                    child_status = Some(st);
+                    break;
+                }
+            }
+            None => std::thread::sleep(Duration::from_millis(50)),
+        }
         tick += 1;
     }
 
+    phases.end("recording");
     // A reader that failed (a full disk) ends the recording: the command
     // we started is stopped too, rather than left running untraced.
     if rec.reader_failed() {
@@ -163,6 +211,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     }
     // Stop writing, then let every reader drain its CPU completely.
     let finished = rec.finish();
+    phases.end("drain");
     if let Some(sc) = scanner.as_mut() {
         for pid in sc.scan() {
             maps.add_seen(pid);
@@ -185,9 +234,21 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     if let Ok(t) = session.fs.read("saved_tgids") {
         maps.add_saved_tgids(&String::from_utf8_lossy(&t));
     }
-    let meta = collect_meta(&session.fs, inst, Some(&session.events), maps.into_maps())?;
+    let lifecycle = watch.map(ProcWatch::finish);
+    let procmaps = match &lifecycle {
+        Some(ev) => maps.into_timed_maps(ev),
+        None => maps.into_maps(),
+    };
+    let mut meta = collect_meta(&session.fs, inst, Some(&session.events), procmaps)?;
+    cmdlines.absorb(&meta.cmdlines);
+    for (pid, comm) in lifecycle.as_deref().map(last_comms).unwrap_or_default() {
+        cmdlines.set_comm(pid, &comm);
+    }
+    meta.cmdlines = cmdlines.to_saved_cmdlines();
+    phases.end("metadata");
     reserve.release();
     let summary = rec.write(&args.out.output, &meta, &wopts);
+    phases.end("write");
     let summary = match (summary, failed) {
         (Ok(s), None) => s,
         (Ok(_), Some(e)) => {
@@ -214,6 +275,8 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     }
     // Restore now (rather than in drop) so a failure is reported.
     session.guard.restore()?;
+    phases.end("restore");
+    phases.print(&results, child.as_ref().map(|c| c.stats()).as_ref());
     signals::set_restorer(None);
     // The trace is kept, but a command that failed (or could not run at
     // all, like strace refused PTRACE_TRACEME under our ptrace) is a
@@ -247,11 +310,14 @@ fn print_summary(
             r.flushed.read_pages
         );
     }
+    // Processes, not PROCMAPS entries: a process has one per timed read,
+    // exec and fork.
+    let processes: std::collections::BTreeSet<u32> = meta.procmaps.iter().map(|m| m.pid).collect();
     eprintln!(
         "tracer-cli: wrote {} ({} bytes, {} user-space memory maps)",
         output.display(),
         summary.file_size,
-        meta.procmaps.len()
+        processes.len()
     );
 }
 

@@ -6,8 +6,10 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
+
+use super::select::SelectArgs;
+use ustack_printer::profile::{Hook, InstanceRecord, ProfileOptions};
 use ustack_printer::report::{report_files, CpuList, Input, Plugins, ReportOptions};
-use ustack_printer::select::Selection;
 use ustack_printer::stacks::{self, Mode, View};
 use ustack_tracedata::TraceFile;
 
@@ -25,16 +27,9 @@ pub struct Args {
     /// Input file, as trace-cmd takes it after the options.
     #[arg(value_name = "FILE")]
     pub file: Option<PathBuf>,
-    /// Only show events of these CPUs (repeatable; lists like `0,2-3` work).
-    #[arg(long = "cpu", value_name = "CPUS")]
-    pub cpu: Vec<String>,
-    /// Event filter in trace-cmd (libtraceevent) syntax, e.g. `sched_switch`,
-    /// `sched/sched_switch` or `sched_switch: prev_pid == 1` (repeatable).
-    #[arg(short = 'F', long = "filter", value_name = "FILTER")]
-    pub filter: Vec<String>,
-    /// Negate the `-F` filters given after it: hide the events they match.
-    #[arg(short = 'v')]
-    pub invert: bool,
+    /// `-F`, `-v`, `--cpu`, `--pid`, `--comm`, `--time`.
+    #[command(flatten)]
+    pub select: SelectArgs,
     /// Print timestamps in nanoseconds.
     #[arg(short = 't')]
     pub nsec: bool,
@@ -132,10 +127,12 @@ pub struct Args {
     /// With the CPU list: the time of each CPU's last event.
     #[arg(long = "last-event")]
     pub last_event: bool,
-    /// Accepted after -i as trace-cmd does; trace-cmd 3.1.6 applies no
-    /// offset to a single file, and neither does tracer-cli.
+    /// Add NS nanoseconds to the timestamps of the file named by the -i
+    /// before it, from the second -i on (trace-cmd 3.1.6 applies no offset
+    /// to the first or only file, and neither does tracer-cli). Must come
+    /// after an -i.
     #[arg(long = "ts-offset", value_name = "NS", allow_hyphen_values = true)]
-    pub ts_offset: Option<i64>,
+    pub ts_offset: Vec<i64>,
     /// The timestamps count HZ ticks per second: show them in seconds. With
     /// several -i files, after the second -i it applies to the file before
     /// it; otherwise to every file.
@@ -160,19 +157,40 @@ pub struct Args {
     /// gzip) for go tool pprof, speedscope, Pyroscope or Parca.
     #[arg(long, value_name = "FILE")]
     pub pprof: Option<PathBuf>,
-    /// With the stitched views: only the groups of these tasks (as perf
-    /// report's --pid; repeatable, comma lists work).
-    #[arg(long = "pid", value_name = "PIDS", value_delimiter = ',')]
-    pub pid: Vec<i32>,
-    /// With the stitched views: only the groups of tasks with these exact
-    /// command names (as perf report's --comm; repeatable, comma lists work).
-    #[arg(long = "comm", value_name = "COMMS", value_delimiter = ',')]
-    pub comm: Vec<String>,
-    /// With the stitched views: only the events of this time window,
-    /// `START,END` in seconds as the report prints them (either may be
-    /// empty), as perf report's --time.
-    #[arg(long = "time", value_name = "START,END")]
-    pub time: Option<String>,
+    /// Add the kernel symbols of this file (the format of
+    /// /proc/kallsyms) to those of the trace.
+    #[arg(long = "kallsyms", value_name = "FILE")]
+    pub kallsyms: Option<PathBuf>,
+    /// Instead of the events, per task: how long it slept or was
+    /// preempted, how long its wakeups took, the time of syscalls,
+    /// interrupts and softirqs, the count of every other event, each with
+    /// the call tree of its kernel stacks (record with -T).
+    #[arg(long = "profile")]
+    pub profile: bool,
+    /// With --profile: account interrupts and softirqs per CPU
+    /// ("Global CPU[N] Events"), not to the task they interrupted.
+    #[arg(short = 'G')]
+    pub global: bool,
+    /// With --profile: time a pair of events,
+    /// `[SYS:]START,FIELD[,PID_FIELD]/[SYS:]END,FIELD[,FLAGS]` (flags: P
+    /// pinned to its CPU, G global); repeatable.
+    #[arg(short = 'H', value_name = "HOOK")]
+    pub hooks: Vec<String>,
+    /// With --profile: merge the tasks of the same command name.
+    #[arg(long = "by-comm")]
+    pub by_comm: bool,
+    /// Verbose: from level 4 (info; the default of a bare -V) print the
+    /// file version, the plugins loaded and the events they take over
+    /// before the report. Levels 0-6 or none, crit, err, warn, info,
+    /// debug, all (-V4, --verbose=info).
+    #[arg(
+        short = 'V',
+        long = "verbose",
+        value_name = "LEVEL",
+        num_args = 0..=1,
+        default_missing_value = "all"
+    )]
+    pub verbose: Option<String>,
     /// With the stitched views: show the tracing-internal kernel frames
     /// (`trace_event_raw_event_*`, ftrace callbacks, stack savers) that are
     /// hidden by default.
@@ -184,12 +202,27 @@ impl Args {
     /// The input files: the `-i FILE`s, else the file after the options,
     /// else trace.dat.
     pub fn paths(&self) -> Result<Vec<PathBuf>> {
-        match (self.input.as_slice(), &self.file) {
+        // `-V FILE`: trace-cmd takes an optional level only attached, so a
+        // word after -V that is no level is the file.
+        let after_v = self
+            .verbose
+            .as_ref()
+            .filter(|v| verbose_level(Some(v)).is_err() && self.file.is_none());
+        let file = after_v.map(PathBuf::from).or_else(|| self.file.clone());
+        match (self.input.as_slice(), &file) {
             ([], None) => Ok(vec![PathBuf::from("trace.dat")]),
             ([], Some(f)) => Ok(vec![f.clone()]),
             (i, None) => Ok(i.to_vec()),
             (_, Some(_)) => bail!("give the input files either with -i or after the options"),
         }
+    }
+
+    /// The text of the `--kallsyms` file, if one was given.
+    pub fn kallsyms_text(&self) -> Result<Option<Vec<u8>>> {
+        self.kallsyms
+            .as_ref()
+            .map(|p| std::fs::read(p).with_context(|| format!("cannot read {}", p.display())))
+            .transpose()
     }
 
     /// The one input file of the views that read one.
@@ -215,43 +248,27 @@ impl Args {
         }
         Ok(ids)
     }
-
-    /// The CPUs selected with `--cpu`, or `None` for all.
-    pub fn cpus(&self) -> Result<Option<Vec<u32>>> {
-        if self.cpu.is_empty() {
-            return Ok(None);
-        }
-        let mut out = Vec::new();
-        for spec in &self.cpu {
-            for part in spec.split([',', ':']).filter(|p| !p.trim().is_empty()) {
-                let (a, b) = match part.split_once('-') {
-                    Some((a, b)) => (a.trim(), b.trim()),
-                    None => (part.trim(), part.trim()),
-                };
-                let a: u32 = a
-                    .parse()
-                    .with_context(|| format!("bad cpu list {spec:?}"))?;
-                let b: u32 = b
-                    .parse()
-                    .with_context(|| format!("bad cpu list {spec:?}"))?;
-                if a > b {
-                    bail!("bad cpu list {spec:?}: range must go from lower to greater");
-                }
-                for c in a..=b {
-                    if !out.contains(&c) {
-                        out.push(c);
-                    }
-                }
-            }
-        }
-        Ok(Some(out))
-    }
 }
 
 /// Runs `tracer-cli report`.
 pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args, matches);
+    }
+    // A word after -V that is no level is the file, unless there is one.
+    if let Some(v) = &args.verbose {
+        if args.file.is_some() || !args.input.is_empty() {
+            verbose_level(Some(v))?;
+        }
+    }
+    // trace-cmd prints each hook as it reads the options.
+    let hooks = args
+        .hooks
+        .iter()
+        .map(|h| Hook::parse(h))
+        .collect::<Result<Vec<_>>>()?;
+    for h in &hooks {
+        println!("{}", h.describe());
     }
     let paths = args.paths()?;
     let first_input = matches.indices_of("input").and_then(|mut i| i.next());
@@ -260,6 +277,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
             bail!("--ts-offset must come after -i");
         }
     }
+    let offsets = ts_offset_per_file(&args, matches, paths.len());
     let files = paths
         .iter()
         .map(TraceFile::open)
@@ -274,6 +292,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     for (n, f) in files.iter().enumerate() {
         let mut input = Input::new(f);
         input.ts2secs = file_hz[n];
+        input.ts_offset = offsets[n];
         input.raw_events = Args::event_ids(f, &args.raw_events)?;
         input.no_handler_events = Args::event_ids(f, &args.no_handler)?;
         inputs.push(input);
@@ -287,13 +306,13 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         })
         .collect();
     let list = args.list_cpus || args.first_event || args.last_event;
-    let (pos, neg) = split_filters(&args, matches);
-    if !args.pid.is_empty() || !args.comm.is_empty() || args.time.is_some() || args.internal_frames
-    {
-        bail!("--pid, --comm, --time and --internal-frames apply to --stacks, --json, --folded and --pprof");
+    let (mut pos, neg) = args.select.split_filters(matches);
+    if args.select.time.is_some() || args.internal_frames {
+        bail!("--time and --internal-frames apply to --stacks, --json, --folded and --pprof");
     }
+    pos.extend(pid_filter(&args.select, &files[0]));
     let opts = ReportOptions {
-        cpus: args.cpus()?,
+        cpus: args.select.cpus()?,
         filters: pos,
         neg_filters: neg,
         nsec: args.nsec,
@@ -324,9 +343,21 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
             first: args.first_event,
             last: args.last_event,
         }),
+        profile: args.profile.then_some(ProfileOptions {
+            global: args.global,
+            by_comm: args.by_comm,
+            hooks,
+        }),
+        verbose: verbose_level(args.verbose.as_deref()).unwrap_or(6) >= 4,
+        kallsyms: args.kallsyms_text()?,
     };
     match report_files(&inputs, &opts, &mut out) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
+        Err(e) if e.downcast_ref::<InstanceRecord>().is_some() => {
+            // trace-cmd 3.1.6 dies here ("Handle not found?"), exit 255.
+            eprintln!("tracer-cli: {e}");
+            std::process::exit(255);
+        }
         Err(e) => Err(e),
         Ok(w) => {
             if !args.quiet {
@@ -336,6 +367,49 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
             }
             Ok(())
         }
+    }
+}
+
+/// trace-cmd 3.1.6's `--pid` and `--comm` in a plain report: one more
+/// `-F` filter, for every event, matching the pids given and those the
+/// file's saved cmdlines give the command names, in the event's
+/// `common_pid`, `pid` or `next_pid` (an event without such a field does
+/// not match on it). A name without a pid is left out, as trace-cmd warns
+/// and leaves it out.
+fn pid_filter(select: &SelectArgs, file: &TraceFile) -> Option<String> {
+    let mut pids: Vec<String> = select.pid.iter().map(i32::to_string).collect();
+    let cmdlines = String::from_utf8_lossy(file.cmdlines()).into_owned();
+    for comm in &select.comm {
+        let found: Vec<&str> = cmdlines
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, c)| c == comm)
+            .map(|(pid, _)| pid)
+            .collect();
+        if found.is_empty() {
+            eprintln!("tracer-cli: warning: comm: {comm} not in cmdline list");
+        }
+        pids.extend(found.iter().map(|p| p.to_string()));
+    }
+    let terms: Vec<String> = pids
+        .iter()
+        .map(|p| format!("(common_pid=={p})||(pid=={p})||(next_pid=={p})"))
+        .collect();
+    (!terms.is_empty()).then(|| format!(".*:{}", terms.join("||")))
+}
+
+/// The level of `-V`/`--verbose` (trace-cmd's numbers and names).
+fn verbose_level(v: Option<&str>) -> Result<u8> {
+    const NAMES: [&str; 7] = ["none", "crit", "err", "warn", "info", "debug", "all"];
+    let Some(v) = v else { return Ok(0) };
+    // trace-cmd 3.1.6 takes any number (above 6: all) and a word that
+    // starts with a level's name ("info2" is info).
+    if let Some(n) = NAMES.iter().position(|&n| v.starts_with(n)) {
+        return Ok(n as u8);
+    }
+    match v.parse::<u64>() {
+        Ok(n) => Ok(n.min(6) as u8),
+        _ => bail!("invalid verbose level {v}"),
     }
 }
 
@@ -364,19 +438,25 @@ fn ts2secs_per_file(
     (default_hz, file_hz)
 }
 
-/// trace-cmd's `-v`: it negates the `-F` filters given after it. Returns
-/// the positive and the negative filters.
-fn split_filters(args: &Args, matches: &clap::ArgMatches) -> (Vec<String>, Vec<String>) {
-    let v_at = matches.index_of("invert").filter(|_| args.invert);
-    let at: Vec<usize> = matches
-        .indices_of("filter")
+/// trace-cmd's `--ts-offset`: one given once a second `-i` was read
+/// applies to the last file named (the last one given wins); one before
+/// that applies to no file, as trace-cmd 3.1.6 has already set up the
+/// first file with no offset.
+fn ts_offset_per_file(args: &Args, matches: &clap::ArgMatches, files: usize) -> Vec<i64> {
+    let inputs_at: Vec<usize> = matches
+        .indices_of("input")
         .map_or(Vec::new(), |i| i.collect());
-    let (mut pos, mut neg) = (Vec::new(), Vec::new());
-    for (n, f) in args.filter.iter().enumerate() {
-        let after_v = v_at.is_some_and(|v| at.get(n).is_none_or(|&i| i > v));
-        if after_v { &mut neg } else { &mut pos }.push(f.clone());
+    let at = matches
+        .indices_of("ts_offset")
+        .map_or(Vec::new(), |i| i.collect());
+    let mut offsets = vec![0; files];
+    for (&ns, at) in args.ts_offset.iter().zip(at) {
+        let n = inputs_at.iter().filter(|&&i| i < at).count();
+        if n >= 2 {
+            offsets[n - 1] = ns;
+        }
     }
-    (pos, neg)
+    offsets
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -395,16 +475,7 @@ fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
     } else {
         Mode::Text
     };
-    let mut select = Selection {
-        cpus: args.cpus()?,
-        pids: args.pid.clone(),
-        comms: args.comm.clone(),
-        ..Selection::default()
-    };
-    (select.filters, select.neg_filters) = split_filters(args, matches);
-    if let Some(t) = &args.time {
-        select.set_time(t)?;
-    }
+    let select = args.select.selection(matches)?;
     let path = args.path()?;
     // The reader's errors name the file already.
     let f = TraceFile::open(&path)?;

@@ -23,7 +23,7 @@ pub fn run(args: &Args, file: &TraceFile, out: &mut dyn Write) -> Option<Result<
     } else if args.check_events {
         check_events
     } else if args.functions {
-        functions
+        return Some(functions(file, args, out));
     } else if args.printk {
         printk
     } else if args.list_events {
@@ -70,9 +70,9 @@ fn check_events(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
     })
 }
 
-fn functions(file: &TraceFile, out: &mut dyn Write) -> Result<()> {
+fn functions(file: &TraceFile, args: &Args, out: &mut dyn Write) -> Result<()> {
     out.flush()?;
-    listings::print_functions(file)
+    listings::print_functions(file, args.kallsyms_text()?.as_deref())
 }
 
 fn printk(file: &TraceFile, out: &mut dyn Write) -> Result<()> {

@@ -1,10 +1,12 @@
 //! `tracer-cli reset`: turn all tracing off in the selected instances:
-//! events disabled, filters and pid filters cleared, stack options off, the
+//! events disabled, filters and pid filters cleared, the options `start`
+//! turns on off (stack options, `record-tgid`, `event-fork`), the
 //! nop tracer, the local clock, buffers cleared; `tracing_on` is left on as
 //! trace-cmd does. `-d` deletes the selected instances, `-b` resizes them.
 
 use super::opts::InstanceSelection;
 use anyhow::{bail, Result};
+use ustack_record::SETUP_OPTIONS;
 use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli reset`.
@@ -40,12 +42,7 @@ fn reset(fs: &Tracefs, inst: &Instance, buffer_kb: Option<u64>) -> Result<()> {
     if inst.exists("current_tracer") && inst.current_tracer()? != "nop" {
         inst.set_current_tracer("nop")?;
     }
-    for opt in [
-        "stacktrace",
-        "userstacktrace",
-        "userstacktrace_delay",
-        "event-fork",
-    ] {
+    for &opt in SETUP_OPTIONS {
         if inst.has_option(opt) && inst.option(opt)? {
             inst.set_option(opt, false)?;
         }

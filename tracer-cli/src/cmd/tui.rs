@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::ArgMatches;
+use ustack_printer::select::Selection;
 use ustack_record::{
     collect_meta, setup, write_options, MapsStore, MapsTracker, Recorder, Session, TraceConfig,
     TracedCommand,
@@ -29,9 +30,14 @@ use crate::signals;
 /// Arguments of `tracer-cli tui`.
 #[derive(clap::Args, Debug)]
 #[command(
+    // -F and -v are record's here (--live); the filters are --filter and
+    // --invert.
+    mut_arg("filter", |a| a.short(None)),
+    mut_arg("invert", |a| a.short(None).long("invert")),
     trailing_var_arg = true,
     after_help = "Examples:
   tracer-cli tui -i trace.dat
+  tracer-cli tui -i trace.dat --filter sched_switch --cpu 0 --comm make --time 10.5,11
   tracer-cli tui --live -e sched --user-stacks sync -F -o saved.dat -- ./myprog"
 )]
 pub struct Args {
@@ -57,6 +63,10 @@ pub struct Args {
     /// Tracing options (with --live).
     #[command(flatten)]
     pub trace: TraceOpts,
+    /// What to show: --filter (trace-cmd -F syntax; negated after
+    /// --invert), --cpu, --pid, --comm, --time, as report --stacks.
+    #[command(flatten)]
+    pub select: super::select::SelectArgs,
     /// With --live: save the whole recording to this file on quit.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -69,6 +79,7 @@ pub struct Args {
 /// Runs `tracer-cli tui`; `m` are its matches (for `-e`/`-f` order).
 pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    let select = args.select.selection(m)?;
     if args.live {
         if !tty {
             anyhow::bail!("tui --live needs a terminal");
@@ -76,7 +87,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         if let Some(out) = &args.output {
             ustack_record::check_output(out)?;
         }
-        return run_live(&args, &args.trace.config(m)?);
+        return run_live(&args, &args.trace.config(m)?, select);
     }
     if !args.command.is_empty() || !args.trace.events.is_empty() {
         anyhow::bail!("recording options and a command need --live");
@@ -85,6 +96,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         let f = ustack_tracedata::TraceFile::open(&args.input)?;
         let view = ustack_printer::stacks::View {
             symfs: args.symfs,
+            select,
             ..ustack_printer::stacks::View::text()
         };
         return super::report::print_stacks(&f, &view);
@@ -94,6 +106,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         buffer: args.buffer,
         live_maps: args.proc_maps,
         symfs: args.symfs,
+        select,
     })?;
     Ok(())
 }
@@ -203,15 +216,15 @@ impl ustack_tui::Live for LiveRec {
     }
 }
 
-fn run_live(args: &Args, config: &TraceConfig) -> Result<()> {
+fn run_live(args: &Args, config: &TraceConfig, select: Selection) -> Result<()> {
     let dir = std::env::temp_dir().join(format!("tracer-cli-live-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let res = live_in(args, config, &dir);
+    let res = live_in(args, config, &dir, select);
     let _ = std::fs::remove_dir_all(&dir);
     res
 }
 
-fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
+fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> Result<()> {
     signals::install()?;
     // The command's maps are taken at its execs and exits under ptrace, as
     // in record.
@@ -274,6 +287,7 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path) -> Result<()> {
             buffer: None,
             live_maps: true,
             symfs: None,
+            select,
         },
         Some(&mut live),
     );

@@ -4,6 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use ustack_tracedata::writer::{
+    write_trace_dat, BufferData, CpuData, EventSystem, TraceMeta, WriteOptions,
+};
+use ustack_tracedata::TraceFile;
 use ustack_tracefs::{Instance, Tracefs};
 
 /// The tracefs of the host; a missing prerequisite fails the test (these
@@ -95,5 +99,186 @@ pub fn diff(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Strin
             out.push_str(&format!("{k}: before {v:?} after {:?}\n", b.get(k)));
         }
     }
+    out
+}
+
+/// `tracer-cli report ARGS -i FILE`: stdout, stderr and whether it exited
+/// with 0.
+pub fn report(args: &[&str], file: &Path) -> (String, String, bool) {
+    let out = tracer_cli()
+        .arg("report")
+        .args(args)
+        .arg("-i")
+        .arg(file)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run tracer-cli: {e}"));
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+        out.status.success(),
+    )
+}
+
+/// [`report`] that must exit 0 with nothing on stderr; its stdout.
+pub fn report_ok(args: &[&str], file: &Path) -> String {
+    let (out, err, ok) = report(args, file);
+    assert!(ok, "report {args:?}: {err}");
+    assert_eq!(err, "", "report {args:?}");
+    out
+}
+
+/// Writes `src`'s buffer with data again as the top buffer, plus (with
+/// `instance`) an instance `copy` holding the same pages.
+pub fn rewrite(src: &Path, out: &Path, instance: bool) {
+    let f = TraceFile::open(src).unwrap();
+    // `record -B` writes an empty top buffer before the instance's.
+    let b = f
+        .buffers()
+        .iter()
+        .find(|b| b.cpus.iter().any(|c| c.data_size() > 0))
+        .expect("a buffer with data");
+    let dir = out.parent().unwrap();
+    let mut cpus = Vec::new();
+    for c in &b.cpus {
+        let p = dir.join(format!("pages.{instance}.cpu{}", c.cpu));
+        std::fs::write(&p, f.cpu_data(c)).unwrap();
+        cpus.push(CpuData::new(c.cpu, p));
+    }
+    let meta = TraceMeta {
+        page_size: f.page_size() as u32,
+        long_size: f.long_size() as u8,
+        header_page: f.header_page_text().to_vec(),
+        header_event: f.header_event().to_vec(),
+        ftrace_formats: f.ftrace_format_texts().to_vec(),
+        event_systems: f
+            .event_format_texts()
+            .iter()
+            .map(|(name, formats)| EventSystem {
+                name: name.clone(),
+                formats: formats.clone(),
+            })
+            .collect(),
+        kallsyms: f.kallsyms().to_vec(),
+        printk_formats: f.printk_formats().to_vec(),
+        cmdlines: f.cmdlines().to_vec(),
+        cpu_count: f.cpu_count(),
+        ..TraceMeta::default()
+    };
+    let mut buffers = vec![BufferData {
+        name: String::new(),
+        clock: "local".into(),
+        cpus: cpus.clone(),
+    }];
+    if instance {
+        buffers.push(BufferData {
+            name: "copy".into(),
+            clock: "local".into(),
+            cpus,
+        });
+    }
+    write_trace_dat(out, &meta, &buffers, &WriteOptions::default()).unwrap();
+}
+
+/// Compares one form (`opts` then `files` as arguments); returns a
+/// description of the difference, if any.
+pub fn compare(files: &[&str], opts: &[&str]) -> Option<String> {
+    let run = |cmd: &mut Command| {
+        cmd.output()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
+    };
+    let theirs = run(Command::new("trace-cmd")
+        .arg("report")
+        .args(opts)
+        .args(files));
+    let ours = run(tracer_cli().arg("report").args(opts).args(files));
+    if theirs.status.signal_or_code() != ours.status.signal_or_code() {
+        return Some(format!(
+            "exit {:?} vs {:?}: {}",
+            theirs.status,
+            ours.status,
+            String::from_utf8_lossy(&ours.stderr)
+        ));
+    }
+    if theirs.stdout == ours.stdout {
+        return None;
+    }
+    Some(first_difference(
+        &String::from_utf8_lossy(&theirs.stdout),
+        &String::from_utf8_lossy(&ours.stdout),
+    ))
+}
+
+/// Where trace-cmd's text `t` and ours `o` first differ, for a failure
+/// message.
+pub fn first_difference(t: &str, o: &str) -> String {
+    match t.lines().zip(o.lines()).position(|(a, b)| a != b) {
+        Some(i) => format!(
+            "line {}:\ntrace-cmd: {:?}\nours:      {:?}",
+            i + 1,
+            t.lines().nth(i).unwrap_or(""),
+            o.lines().nth(i).unwrap_or("")
+        ),
+        None => format!("{} vs {} lines", t.lines().count(), o.lines().count()),
+    }
+}
+
+/// Prints how many forms were identical and fails with every form that
+/// was not.
+pub fn assert_forms_identical(same: usize, failures: &[String]) {
+    eprintln!("{same} forms identical");
+    assert!(
+        failures.is_empty(),
+        "{} of {} forms differ:\n{}",
+        failures.len(),
+        same + failures.len(),
+        failures.join("\n")
+    );
+}
+
+pub trait StatusExt {
+    fn signal_or_code(&self) -> (Option<i32>, Option<i32>);
+}
+
+impl StatusExt for std::process::ExitStatus {
+    fn signal_or_code(&self) -> (Option<i32>, Option<i32>) {
+        use std::os::unix::process::ExitStatusExt;
+        (self.code(), self.signal())
+    }
+}
+
+/// `DIR/PREFIX.dat`: `trace-cmd extract` (fenced, see
+/// `ustack_testdata::top`) of an instance with a 16 KiB buffer that
+/// overflowed while `load` ran with `events` (`SYSTEM` or `SYSTEM/EVENT`)
+/// and kernel stacks (and stock user stacks with `user_stacks`) enabled:
+/// events lost on every CPU. The instance is removed afterwards.
+pub fn overflowed_extract(
+    dir: &Path,
+    prefix: &str,
+    events: &[&str],
+    user_stacks: bool,
+    load: &str,
+) -> PathBuf {
+    let name = format!("{prefix}_{}", std::process::id());
+    let idir = Path::new("/sys/kernel/tracing/instances").join(&name);
+    std::fs::create_dir(&idir).unwrap();
+    let w = |f: &str, v: &str| std::fs::write(idir.join(f), v).unwrap();
+    w("buffer_size_kb", "16");
+    for e in events {
+        w(&format!("events/{e}/enable"), "1");
+    }
+    w("options/stacktrace", "1");
+    if user_stacks {
+        w("options/userstacktrace", "1");
+    }
+    run_ok(Command::new("sh").args(["-c", load]));
+    w("tracing_on", "0");
+    let out = dir.join(format!("{prefix}.dat"));
+    let o = ustack_testdata::top::trace_cmd_extract(&name, &out);
+    let _ = std::fs::remove_dir(&idir);
+    assert!(
+        o.status.success(),
+        "extract: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     out
 }

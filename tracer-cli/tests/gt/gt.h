@@ -42,9 +42,14 @@ static void gt_maps_named(const char *name)
 	close(out);
 }
 
+/* Writes the maps, then stays alive GT_LINGER_MS ms if set (so that a
+ * recorder that did not start the process has time to read its maps). */
 static void gt_maps(void)
 {
+	const char *linger = getenv("GT_LINGER_MS");
 	gt_maps_named("maps");
+	if (linger)
+		usleep(atoi(linger) * 1000);
 }
 
 /* A call chain of known functions down to getppid(2). */

@@ -153,8 +153,8 @@ impl Source for Named {
     fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
         with_internal(self.0.kernel_frames(addrs))
     }
-    fn user_frames(&mut self, pid: i32, addrs: &[u64]) -> Vec<Frame> {
-        let mut v = self.0.user_frames(pid, addrs);
+    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
+        let mut v = self.0.user_frames(pid, ts, addrs);
         v.iter_mut().for_each(name_user);
         v
     }
