@@ -17,12 +17,23 @@
 #   --patches DIR  benchmark the series in DIR (DIR/series + patches) instead of
 #                  kernel-patch/ (e.g. a copy of another worktree's series)
 #   --profile      instead of the table: the function profiler (graph time) on the
-#                  deferred and synchronous paths, 2 events per entry
+#                  deferred and synchronous paths, 2 events per entry. Only the
+#                  first profiler session of a boot is sound on this kernel (the
+#                  second one oopses on its first profiled function, see
+#                  Documentation/benchmarks.md): profile one mode and one depth
+#                  per run, e.g. BENCH_PROFILE_MODES=sync BENCH_DEPTHS=8
 # env: BENCH_ROUNDS (5), BENCH_N (getppid calls per measurement, 20000),
 #      BENCH_WARMUP (calls before each measurement, 1000),
 #      BENCH_DEPTHS (8,32,128), BENCH_EVENTS (1,2,4,8), BENCH_SMP (1),
+#      BENCH_MODES (none,events,sync,deferred; add maps for + deferred with the
+#      kernel's mapping records, userstacktrace_maps: an extra table, and a
+#      first-sight table: the first stack of a fresh process, static kbench and a
+#      dynamically linked kbench-dyn), BENCH_FIRST (repetitions of the
+#      first-sight measurement, default BENCH_ROUNDS with maps, else 0),
 #      BENCH_KTREE (private patched tree of build.sh, default "bench"; empty: the
-#      shared tree), BENCH_PROFILE_FUNCS (functions for --profile), BENCH_OUT
+#      shared tree), BENCH_PROFILE_FUNCS (functions for --profile; not the
+#      kernel's own stack unwinder, unwind_next_frame & co: graph-tracing it makes
+#      an oops recurse without a call trace), BENCH_PROFILE_MODES (deferred,sync), BENCH_OUT
 #      (copy of the tables), BENCH_KEEP=1 (keep the temp dir), QEMU_TIMEOUT (s, 3600),
 #      BENCH_BZIMAGE (boot this kernel instead of building one), BENCH_CLOCK (icount:
 #      guest time counts guest instructions, 1 per ns, independent of host load
@@ -37,7 +48,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--patches) [ $# -ge 2 ] || { echo "kernel.sh: --patches needs a directory" >&2; exit 2; }
 		PATCHES=$(cd "$2" && pwd); shift 2 ;;
-	--profile) PROFILE=${BENCH_PROFILE_FUNCS:-unwind_*,*task_work*,*user_unwind*,stack_trace_save_user,arch_stack_walk_user,copy_from_user_nofault,x64_sys_call,exit_to_user_mode_loop,*ring_buffer_lock_reserve,*ring_buffer_unlock_commit}
+	--profile) PROFILE=${BENCH_PROFILE_FUNCS:-unwind_user*,unwind_deferred*,unwind_task*,*task_work*,*user_unwind*,stack_trace_save_user,arch_stack_walk_user,copy_from_user_nofault,x64_sys_call,exit_to_user_mode_loop,*ring_buffer_lock_reserve,*ring_buffer_unlock_commit}
 		shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
 	*) echo "kernel.sh: unknown argument $1" >&2; exit 2 ;;
@@ -50,6 +61,9 @@ DEPTHS=${BENCH_DEPTHS:-8,32,128}
 EVENTS=${BENCH_EVENTS:-1,2,4,8}
 SMP=${BENCH_SMP:-1}
 KTREE=${BENCH_KTREE-bench}
+MODES=${BENCH_MODES:-none,events,sync,deferred}
+case ",$MODES," in *,maps,*) FIRST=${BENCH_FIRST:-$ROUNDS} ;; *) FIRST=0 ;; esac
+[ -n "$PROFILE" ] && FIRST=0
 [ "$ROUNDS" -ge 1 ] && [ "$N" -ge 1 ] 2>/dev/null || { echo "kernel.sh: BENCH_ROUNDS and BENCH_N must be positive" >&2; exit 2; }
 command -v qemu-system-x86_64 >/dev/null || { echo "kernel.sh: qemu-system-x86_64 missing (kernel-patch/build.sh --prereqs)" >&2; exit 1; }
 
@@ -78,6 +92,17 @@ mknod "$R/dev/console" c 5 1
 mknod "$R/dev/null" c 1 3
 gcc -static -no-pie -O1 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
 	-fno-optimize-sibling-calls -Wall -Wextra -Werror -o "$R/bin/kbench" "$HERE/kbench.c"
+# first-sight measurement (maps mode): the same program dynamically linked, so that
+# a fresh process's stack is in two file mappings (kbench-dyn and libc), with the
+# host's libc and dynamic loader
+if [ "$FIRST" -gt 0 ]; then
+	gcc -O1 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer \
+		-fno-optimize-sibling-calls -Wall -Wextra -Werror -o "$R/bin/kbench-dyn" "$HERE/kbench.c"
+	for lib in $(ldd "$R/bin/kbench-dyn" | grep -o '/[^ ]*'); do
+		mkdir -p "$R$(dirname "$lib")"
+		cp -L "$lib" "$R$lib"
+	done
+fi
 install -m755 "$HERE/init" "$R/init"
 (cd "$R" && find . | cpio -o -H newc --quiet) >"$WORK/initramfs.cpio"
 
@@ -97,7 +122,7 @@ t0=$(date +%s)
 set +e
 timeout "${QEMU_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg "${ICOUNT[@]}" -smp "$SMP" -m 1024 -nodefaults \
 	-display none -no-reboot -kernel "$WORK/bzImage" -initrd "$WORK/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 loglevel=4 kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB${PROFILE:+ kbench.profile=$PROFILE}" \
+	-append "console=ttyS0 panic=-1 loglevel=4 kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB kbench.modes=$MODES kbench.first=$FIRST${PROFILE:+ kbench.profile=$PROFILE kbench.profile_modes=${BENCH_PROFILE_MODES:-deferred,sync}}" \
 	-serial "file:$WORK/console.log" -serial "file:$WORK/data.log" >"$WORK/qemu.log" 2>&1
 qrc=$?
 set -e

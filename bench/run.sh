@@ -260,31 +260,43 @@ say
 
 # The real binary in a 200x50 tmux pane: from the start of the command until
 # the header line ("N events | N groups") is on the screen, polled every
-# 10 ms (includes starting the tmux server).
+# 10 ms (includes starting the tmux server); then its peak RSS so far
+# (VmHWM, the largest of the runs).
 if command -v tmux >/dev/null; then
     say "\`tracer-cli tui -i F\` in a 200x50 tmux pane, until its header line is on screen (median of $RUNS, polled every 10 ms):"
     say
     for f in "$W"/cookie-none.dat "$W"/ext-tracer-cli-none.dat; do
         : > "$W/tt"
+        : > "$W/tr"
         for ((r = 0; r < RUNS; r++)); do
             s=ustack_bench_tui_$$_$r
             t0=$(date +%s%N)
-            tmux -L "$s" new-session -d -s "$s" -x 200 -y 50 "$T tui -i $f" ||
+            tmux -L "$s" new-session -d -s "$s" -x 200 -y 50 "exec $T tui -i $f" ||
                 { echo "tmux failed" >&2; continue; }
             for ((i = 0; i < 3000; i++)); do
                 tmux -L "$s" capture-pane -p -t "$s" 2>/dev/null | grep -q ' events | ' && break
                 sleep 0.01
             done
             t1=$(date +%s%N)
+            # Peak RSS of the TUI once its first frame is up.
+            p=$(tmux -L "$s" display -p -t "$s" '#{pane_pid}' 2>/dev/null || true)
+            [ -n "$p" ] && awk '/^VmHWM:/ { printf "%d\n", $2 / 1024 }' "/proc/$p/status" >> "$W/tr" 2>/dev/null || true
             tmux -L "$s" kill-server 2>/dev/null || true
             echo $(( (t1 - t0) / 1000000 )) >> "$W/tt"
         done
-        say "- $(basename "$f"): $(sort -n "$W/tt" | awk '{ a[NR] = $1 } END { print a[int((NR+1)/2)] }') ms (min $(sort -n "$W/tt" | head -1) ms)"
+        say "- $(basename "$f"): $(sort -n "$W/tt" | awk '{ a[NR] = $1 } END { print a[int((NR+1)/2)] }') ms (min $(sort -n "$W/tt" | head -1) ms), peak RSS $(sort -n "$W/tr" | tail -1) MiB"
     done
     say
 fi
 
 say "## Cookie trace ($NGROUPS groups): stitched views vs plain report"
+say
+# The user frames are in the machine's libc: with its separate debug file
+# (libc6-dbg) they also get file:line, which costs memory.
+libc_dbg="no"
+id=$(readelf -n /usr/lib/x86_64-linux-gnu/libc.so.6 2>/dev/null | awk '/Build ID/ { print $3 }')
+[ -n "$id" ] && [ -f "/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] && libc_dbg="yes"
+say "libc's separate debug file present: $libc_dbg."
 say
 say "| command | min ms | median ms | user+sys ms | max RSS MiB |"
 say "|---|---|---|---|---|"

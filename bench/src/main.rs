@@ -9,6 +9,10 @@
 //!   refresh, render into ratatui's `TestBackend`).
 //! * `gen-cookie OUT GROUPS none|zstd`: a synthetic trace.dat with cookie
 //!   and deferred user stack events (`ustack_testdata::demo`).
+//! * `gen-symbols OUT GROUPS DISTINCT`, `symbolize FILE`,
+//!   `symbolize-nocache FILE`: user stacks from DISTINCT libc functions,
+//!   and their symbolization with and without the symbol cache
+//!   ([`symbols`], `bench/symbols.sh`).
 //!
 //! Timers print one Markdown table row each, so that `run.sh` can paste
 //! them into its result table. Errors print one line and exit 1.
@@ -24,13 +28,17 @@ use ustack_tracedata::compress::Compression;
 use ustack_tracedata::writer::{FileVersion, WriteOptions};
 use ustack_tracedata::{Item, TraceFile};
 
+mod symbols;
+
 type Res<T> = Result<T, String>;
 
 const USAGE: &str = "usage: ustack-bench load [--secs S] [--rate OPS_PER_CPU_PER_S] [--mix] [--until-full INSTANCE_DIR]
        ustack-bench decode FILE [ROUNDS]
        ustack-bench stitch FILE [ROUNDS]
        ustack-bench tui FILE [ROUNDS]
-       ustack-bench gen-cookie OUT GROUPS none|zstd";
+       ustack-bench gen-cookie OUT GROUPS none|zstd
+       ustack-bench gen-symbols OUT GROUPS DISTINCT
+       ustack-bench symbolize|symbolize-nocache FILE [ROUNDS]";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,6 +48,9 @@ fn main() {
         Some("stitch") => timed(&args[1..], stitch_load),
         Some("tui") => timed(&args[1..], tui_first_frame),
         Some("gen-cookie") => gen_cookie(&args[1..]),
+        Some("gen-symbols") => symbols::gen(&args[1..]),
+        Some("symbolize") => timed(&args[1..], symbols::cached),
+        Some("symbolize-nocache") => timed(&args[1..], symbols::uncached),
         _ => Err(USAGE.to_string()),
     };
     if let Err(e) = res {
