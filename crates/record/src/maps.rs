@@ -240,8 +240,9 @@ impl MapsStore {
     /// The maps as timed PROCMAPS entries (see
     /// `ustack_tracedata::procmaps`), from the stamped reads and the
     /// lifecycle `events` of a [`crate::ProcWatch`] (all of them, in time order):
-    /// each read at its time (a read that an exec of its process overlapped
-    /// is dropped: which image it saw is not known), each exec, each fork
+    /// each read at its time (a read that overlapped an exec of its
+    /// process, from the entry of `execve` to the exec, is dropped: which
+    /// image it saw is not known), each exec, each fork
     /// of a process whose maps matter (read, or forked from one that
     /// matters); the threads with their process. A process without any
     /// timed read keeps its merged, untimed entry.

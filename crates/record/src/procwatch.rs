@@ -1,6 +1,7 @@
 //! Process lifecycle for the maps, on any kernel: a private instance of
 //! the recorder's own (never the user's view) with `sched_process_exec`,
-//! `task_newtask`, `task_rename` and `sched_process_exit` enabled, in the
+//! `task_newtask`, `task_rename`, `sched_process_exit` and the entries of
+//! `execve`/`execveat` (where syscall events exist) enabled, in the
 //! clock of the traced instance, and its `trace_marker` to stamp each
 //! `/proc` read of a process's maps with trace time. From these,
 //! [`crate::MapsStore`] writes PROCMAPS entries with times (`at:`), so
@@ -46,6 +47,18 @@ pub enum ProcEvent {
         ts: u64,
         /// The process (the exec'ing thread becomes its leader).
         pid: u32,
+    },
+    /// Task `tid` entered `execve` or `execveat`. From here until its
+    /// [`ProcEvent::Exec`], `/proc/PID/maps` may show the old image, the
+    /// new one (the kernel switches the mm before it has mapped the new
+    /// program, and logs the exec after) or a part of it: a read in that
+    /// window says nothing of either image. A failed exec has no
+    /// [`ProcEvent::Exec`].
+    ExecStart {
+        /// Trace time.
+        ts: u64,
+        /// The task (a thread id).
+        tid: u32,
     },
     /// Task `parent` created task `child`: a thread of its process
     /// (`thread`), or a new process.
@@ -117,6 +130,8 @@ impl Stamper {
 #[derive(Debug, Default)]
 struct Layout {
     exec: Option<(u16, usize)>,
+    /// `syscalls:sys_enter_execve` and `sys_enter_execveat`.
+    exec_start: Vec<u16>,
     newtask: Option<(u16, usize, usize)>,
     /// The `comm` of `task_newtask`.
     newtask_comm: Option<usize>,
@@ -164,6 +179,11 @@ impl ProcWatch {
         };
         if let Some(f) = enable("sched", "sched_process_exec")? {
             layout.exec = off(&f, "pid").map(|p| (f.id, p));
+        }
+        for ev in ["sys_enter_execve", "sys_enter_execveat"] {
+            layout
+                .exec_start
+                .extend(enable("syscalls", ev)?.map(|f| f.id));
         }
         if let Some(f) = enable("task", "task_newtask")? {
             layout.newtask = off(&f, "pid")
@@ -272,6 +292,7 @@ impl ProcEvent {
     pub fn ts(&self) -> u64 {
         match *self {
             ProcEvent::Exec { ts, .. }
+            | ProcEvent::ExecStart { ts, .. }
             | ProcEvent::NewTask { ts, .. }
             | ProcEvent::Exit { ts, .. }
             | ProcEvent::Comm { ts, .. }
@@ -311,6 +332,12 @@ fn decode_one(l: &Layout, ts: u64, d: &[u8]) -> Option<ProcEvent> {
         return Some(ProcEvent::Exec {
             ts,
             pid: u32_at(d, pid)?,
+        });
+    }
+    if l.exec_start.contains(&id) {
+        return Some(ProcEvent::ExecStart {
+            ts,
+            tid: common_pid,
         });
     }
     if let Some((_, pid, flags)) = l.newtask.filter(|e| e.0 == id) {
@@ -391,6 +418,7 @@ mod tests {
     fn events_decode_by_layout() {
         let l = Layout {
             exec: Some((1, 12)),
+            exec_start: vec![6, 7],
             newtask: Some((2, 8, 32)),
             exit: Some((3, 24, Some(32))),
             print: Some((4, 16)),
@@ -441,6 +469,10 @@ mod tests {
             })
         );
         assert_eq!(with(4, &mark(b"someone else")), None);
+        assert_eq!(
+            with(7, &|_| ()),
+            Some(ProcEvent::ExecStart { ts: 9, tid: 77 })
+        );
         assert_eq!(with(5, &|_| ()), None);
         assert_eq!(decode_one(&l, 1, &[1]), None);
         let ev = [
