@@ -66,6 +66,45 @@ pub const SETUP_OPTIONS: &[&str] = &[
     "event-fork",
 ];
 
+/// The options [`setup`] sets by itself for `opts` (`pids_filtered`: a
+/// pid filter is set; `has`: the instance has that option): the stack
+/// options asked for on, the others off, so the recording contains what
+/// the command line says, and what they need. Every name turned on here
+/// is in [`SETUP_OPTIONS`] (a unit test walks every combination).
+fn own_options(
+    opts: &TraceConfig,
+    pids_filtered: bool,
+    has: impl Fn(&str) -> bool,
+) -> Vec<(String, bool)> {
+    let mut want: Vec<(String, bool)> = vec![
+        ("stacktrace".into(), opts.kernel_stacks),
+        (
+            "userstacktrace".into(),
+            opts.user_stacks == UserStacks::Sync,
+        ),
+        (
+            "userstacktrace_delay".into(),
+            opts.user_stacks == UserStacks::Deferred,
+        ),
+    ];
+    // Threads of the processes with user stacks: the kernel's pid -> tgid
+    // table (`saved_tgids`, read at the end) knows threads that exited
+    // before the recorder looked at /proc.
+    if opts.user_stacks != UserStacks::Off && has("record-tgid") {
+        want.push(("record-tgid".into(), true));
+    }
+    // The kernel's mapping records (patched kernels) let a process that is
+    // gone before its maps are read still be symbolized. `-O
+    // nouserstacktrace_maps` (later wins) turns them off.
+    if opts.user_stacks == UserStacks::Deferred && has("userstacktrace_maps") {
+        want.push(("userstacktrace_maps".into(), true));
+    }
+    if pids_filtered && (opts.children || opts.filter_command) {
+        want.push(("event-fork".into(), true));
+    }
+    want
+}
+
 /// The exact message printed when deferred user stacks are asked for on a
 /// kernel without the ustack patches.
 pub const NO_DELAY_OPTION: &str =
@@ -183,39 +222,6 @@ fn setup_inner<T>(
     guard.set_tracing_on(&inst, false)?;
     guard.disable_all_events(&inst)?;
 
-    // Options: what was asked for, and the stack options off otherwise so the
-    // recording contains what the command line says.
-    let mut want: Vec<(String, bool)> = vec![
-        ("stacktrace".into(), opts.kernel_stacks),
-        (
-            "userstacktrace".into(),
-            opts.user_stacks == UserStacks::Sync,
-        ),
-        (
-            "userstacktrace_delay".into(),
-            opts.user_stacks == UserStacks::Deferred,
-        ),
-    ];
-    // Threads of the processes with user stacks: the kernel's pid -> tgid
-    // table (`saved_tgids`, read at the end) knows threads that exited
-    // before the recorder looked at /proc.
-    if opts.user_stacks != UserStacks::Off && inst.has_option("record-tgid") {
-        want.push(("record-tgid".into(), true));
-    }
-    // The kernel's mapping records (patched kernels) let a process that is
-    // gone before its maps are read still be symbolized. `-O
-    // nouserstacktrace_maps` (below, later wins) turns them off.
-    if opts.user_stacks == UserStacks::Deferred && inst.has_option("userstacktrace_maps") {
-        want.push(("userstacktrace_maps".into(), true));
-    }
-    for o in &opts.options {
-        match o.strip_prefix("no") {
-            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
-                want.push((name.into(), false))
-            }
-            _ => want.push((o.clone(), true)),
-        }
-    }
     let mut pids: Vec<u32> = opts.pids.clone();
     if opts.filter_command {
         match command_pid {
@@ -223,8 +229,15 @@ fn setup_inner<T>(
             None => bail!("-F needs a command to run"),
         }
     }
-    if !pids.is_empty() && (opts.children || opts.filter_command) {
-        want.push(("event-fork".into(), true));
+    let mut want = own_options(opts, !pids.is_empty(), |o| inst.has_option(o));
+    // Then what the command line asked for (later wins).
+    for o in &opts.options {
+        match o.strip_prefix("no") {
+            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
+                want.push((name.into(), false))
+            }
+            _ => want.push((o.clone(), true)),
+        }
     }
     for (name, on) in &want {
         if !on && !inst.has_option(name) {
@@ -256,4 +269,40 @@ fn setup_inner<T>(
         lock,
     };
     Ok((session, before))
+}
+
+#[cfg(test)]
+mod own_options_tests {
+    use super::*;
+
+    /// `tracer-cli reset` turns off [`SETUP_OPTIONS`]: any option setup
+    /// turns on by itself and that list lacks would outlive the session
+    /// (and pass into every instance created later).
+    #[test]
+    fn every_option_setup_turns_on_is_one_reset_turns_off() {
+        let mut seen = std::collections::BTreeSet::new();
+        for user_stacks in [UserStacks::Off, UserStacks::Sync, UserStacks::Deferred] {
+            for bits in 0..16u8 {
+                let opts = TraceConfig {
+                    user_stacks,
+                    kernel_stacks: bits & 1 != 0,
+                    children: bits & 2 != 0,
+                    filter_command: bits & 4 != 0,
+                    ..TraceConfig::default()
+                };
+                for (name, on) in own_options(&opts, bits & 8 != 0, |_| true) {
+                    assert!(
+                        !on || SETUP_OPTIONS.contains(&name.as_str()),
+                        "setup turns on {name}, which reset leaves on"
+                    );
+                    seen.insert(name);
+                }
+            }
+        }
+        // And reset turns off nothing setup never touches.
+        let seen: Vec<&str> = seen.iter().map(String::as_str).collect();
+        let mut want = SETUP_OPTIONS.to_vec();
+        want.sort_unstable();
+        assert_eq!(seen, want);
+    }
 }
