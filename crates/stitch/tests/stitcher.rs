@@ -838,8 +838,20 @@ fn syscall_entries_group_with_the_stack_of_their_cookie() {
                 vec![0],
                 Some(vec![0x401000, 0x402000])
             ),
-            (43, Some(D1), Status::Complete, vec![1], Some(vec![0x501000])),
-            (42, Some(C2), Status::Complete, vec![3, 4], Some(vec![0x403000])),
+            (
+                43,
+                Some(D1),
+                Status::Complete,
+                vec![1],
+                Some(vec![0x501000])
+            ),
+            (
+                42,
+                Some(C2),
+                Status::Complete,
+                vec![3, 4],
+                Some(vec![0x403000])
+            ),
         ]
     );
     assert_eq!(
@@ -868,9 +880,27 @@ fn syscall_entry_keeps_its_cookie_under_a_page_cookie() {
     assert_eq!(
         summary(&s),
         vec![
-            (42, Some(C1), Status::Complete, vec![1], Some(vec![0x401000])),
-            (42, Some(C2), Status::Complete, vec![3], Some(vec![0x402000])),
-            (43, Some(D1), Status::Complete, vec![4], Some(vec![0x501000])),
+            (
+                42,
+                Some(C1),
+                Status::Complete,
+                vec![1],
+                Some(vec![0x401000])
+            ),
+            (
+                42,
+                Some(C2),
+                Status::Complete,
+                vec![3],
+                Some(vec![0x402000])
+            ),
+            (
+                43,
+                Some(D1),
+                Status::Complete,
+                vec![4],
+                Some(vec![0x501000])
+            ),
         ]
     );
 }
