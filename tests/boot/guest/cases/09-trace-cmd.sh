@@ -6,7 +6,7 @@ need /usr/bin/trace-cmd "trace-cmd not packed"
 grep -qw user_unwind "$T/available_tracers" || skip "no user_unwind tracer"
 # -p user_unwind -P PID, no event: where the process makes its system calls
 # from. A subshell publishes its pid and waits on a fifo, then execs ustest
-# (same pid); trace-cmd stops on SIGINT once it is done.
+# (same pid) once trace-cmd traces it; trace-cmd stops when it exits.
 mkfifo go
 (
 	read -r p _ </proc/self/stat
@@ -23,18 +23,25 @@ while [ ! -s pid-p.txt ]; do
 done
 trace-cmd record -q -o p.dat -p user_unwind -P "$(cat pid-p.txt)" >record-p.out 2>record-p.err &
 rec=$!
-# started: the tracer is set and tracing is on
+# started: trace-cmd turns tracing off, sets the tracer, starts its readers,
+# writes the pid filter and then turns tracing on
+p=$(cat pid-p.txt)
 n=0
-until [ "$(cat "$T/current_tracer")" = user_unwind ] && [ "$(cat "$T/tracing_on")" = 1 ]; do
+until grep -qx "$p" "$T/set_event_pid" && [ "$(cat "$T/current_tracer")" = user_unwind ] &&
+	[ "$(cat "$T/tracing_on")" = 1 ]; do
 	[ $n -lt 600 ] || break
 	sleep 0.1
 	n=$((n + 1))
 done
-sleep 1
 echo go >go
 wait $sub
-sleep 1
-kill -INT $rec
+# trace-cmd stops by itself once the process it follows is gone
+n=0
+while kill -0 $rec 2>/dev/null && [ $n -lt 300 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+kill -INT $rec 2>/dev/null
 wait $rec
 echo "record_rc=$?" >record-p.rc
 rm -f go
