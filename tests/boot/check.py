@@ -613,32 +613,165 @@ def case_stress(ctx, files):
         check_frames(ctx.syms, sf, st[0], CHAIN)
 
 
-def case_trace_cmd(ctx, files):
-    for v in ("p", "o"):
-        what = {"p": "-p user_unwind", "o": "-O userstacktrace_delay"}[v]
-        rec = files.get(f"record-{v}.rc", b"").decode().strip()
-        rep = files.get(f"report-{v}.rc", b"").decode().strip()
-        err = files.get(f"record-{v}.err", b"").decode("utf-8", "replace").strip()
-        expect(rec == "record_rc=0", f"trace-cmd record {what}: {rec} {err[-300:]}")
-        expect(rep == "report_rc=0", f"trace-cmd report ({what}): {rep}")
-        text = files.get(f"report-{v}.txt", b"").decode("utf-8", "replace")
-        expect("FAILED TO PARSE" not in text, f"{what}: [FAILED TO PARSE] in the report")
-        t = truth(files, f"truth-{v}.txt")
-        pid, n = t["pid"], int(t["iterations"])
-        cookies, stack_cookies = [], []
-        for line in text.splitlines():
-            m = re.search(COOKIE_LINE, line)
-            if not m or m.group(1) != pid:
-                continue
+SYSCALL_LINE = r"-(\d+)\s+\[\d+\].*?\buser_unwind_syscall:\s*nr=(-?\d+) cookie=(?:0x)?([0-9a-fA-F]+)"
+
+
+def tc_report(files, v, what):
+    rec = files.get(f"record-{v}.rc", b"").decode().strip()
+    rep = files.get(f"report-{v}.rc", b"").decode().strip()
+    err = files.get(f"record-{v}.err", b"").decode("utf-8", "replace").strip()
+    expect(rec == "record_rc=0", f"trace-cmd record {what}: {rec} {err[-300:]}")
+    expect(rep == "report_rc=0", f"trace-cmd report ({what}): {rep}")
+    text = files.get(f"report-{v}.txt", b"").decode("utf-8", "replace")
+    expect("FAILED TO PARSE" not in text, f"{what}: [FAILED TO PARSE] in the report")
+    return text
+
+
+def tc_stack_cookies(text, pid, what):
+    """The cookies of the user_unwind_stack lines of pid in a trace-cmd report."""
+    out = []
+    for line in text.splitlines():
+        m = re.search(COOKIE_LINE, line)
+        if m and m.group(1) == pid and m.group(2) == "user_unwind_stack":
             c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
             expect(c, f"{what}: no cookie= in {line.strip()!r}")
-            if int(c.group(1), 16) == 0:
-                continue  # a page cookie of no kernel entry
-            (stack_cookies if m.group(2) == "user_unwind_stack" else cookies).append(int(c.group(1), 16))
-        ctx.diag(f"{what}: {len(cookies)} cookie and {len(stack_cookies)} stack events of ustest")
-        expect(len(cookies) >= n, f"{what}: {len(cookies)} cookie events, ustest made {n} nanosleeps")
-        missing = [hex(c) for c in set(cookies) if stack_cookies.count(c) != 1]
-        expect(not missing, f"{what}: cookies without exactly one stack event: {missing[:3]}")
+            out.append(int(c.group(1), 16))
+    return out
+
+
+def case_trace_cmd(ctx, files):
+    # -p user_unwind -P PID: one user_unwind_syscall line per system call of the
+    # process, none of another one (trace-cmd's own threads included), and one
+    # stack line per cookie
+    what = "-p user_unwind -P"
+    text = tc_report(files, "p", what)
+    t = truth(files, "truth-p.txt")
+    pid, n = t["pid"], int(t["iterations"])
+    sub = files.get("pid-p.txt", b"").decode().strip()
+    expect(sub == pid, f"ustest pid {pid}, the subshell it replaced was {sub!r}")
+    calls = [m.groups() for m in (re.search(SYSCALL_LINE, l) for l in text.splitlines()) if m]
+    others = sorted({p for p, _, _ in calls if p != pid})
+    expect(not others, f"{what}: user_unwind_syscall lines of other pids {others[:5]}")
+    sleeps = [c for p, nr, c in calls if int(nr) == NR_NANOSLEEP]
+    expect(len(sleeps) == n, f"{what}: {len(sleeps)} nanosleep user_unwind_syscall lines, ustest made {n}")
+    cookies = [int(c, 16) for _, _, c in calls]
+    expect(len(set(cookies)) == len(cookies) and 0 not in cookies, f"{what}: cookies not distinct/non-zero")
+    stack_cookies = tc_stack_cookies(text, pid, what)
+    missing = [hex(c) for c in cookies if stack_cookies.count(c) != 1]
+    expect(not missing, f"{what}: cookies without exactly one stack line: {missing[:3]}")
+    extra = [hex(c) for c in set(stack_cookies) - set(cookies)]
+    expect(not extra, f"{what}: stack lines of cookies no user_unwind_syscall announced: {extra[:3]}")
+    ctx.diag(f"{what}: {len(calls)} user_unwind_syscall lines of ustest ({len(sleeps)} nanosleep), "
+             f"each with one stack line; no other pid")
+    # tracer-cli report of trace-cmd's file prints the same user_unwind_syscall
+    # lines, and groups each system call entry with the stack of its cookie
+    rc_ok(files, "tcli-report-p", "tracer-cli report of trace-cmd's p.dat")
+    ours = files.get("tcli-report-p.txt", b"").decode("utf-8", "replace")
+    lines = [l.strip() for l in text.splitlines() if "user_unwind_syscall:" in l]
+    our_lines = [l.strip() for l in ours.splitlines() if "user_unwind_syscall:" in l]
+    diff = [(a, b) for a, b in zip(lines, our_lines) if a != b]
+    expect(len(lines) == len(our_lines) and not diff,
+           f"tracer-cli report: {len(our_lines)} user_unwind_syscall lines, trace-cmd {len(lines)}; "
+           f"first difference {diff[:1]}")
+    rc_ok(files, "tcli-p", "tracer-cli report --json of trace-cmd's p.dat")
+    try:
+        rep = json.loads(files.get("tcli-p.json", b"").decode())
+    except ValueError as e:
+        raise CaseFail(f"tracer-cli report --json is not JSON: {e}")
+    mine = [g for g in rep["groups"] if g["pid"] == int(pid)]
+    by_cookie = {int(g["cookie"], 16): g for g in mine if g.get("cookie")}
+    expect(len(by_cookie) == len(mine) == len(cookies),
+           f"tracer-cli: {len(mine)} groups of ustest, {len(cookies)} user_unwind_syscall cookies")
+    for c in cookies:
+        g = by_cookie.get(c)
+        expect(g is not None, f"tracer-cli: no group of cookie {c:#x}")
+        names = [e["name"] for e in g["events"]]
+        expect(g["status"] == "complete" and names == ["user_unwind_syscall"],
+               f"tracer-cli: group {c:#x} {g['status']} with events {names}")
+    for c in (int(x, 16) for x in sleeps):
+        g = by_cookie[c]
+        expect("nr=35" in g["events"][0].get("info", ""), f"tracer-cli: group {c:#x}: {g['events'][0]}")
+        # trace-cmd's file has no maps of the process, which is gone: the
+        # frames stay addresses, which nm's table names
+        addrs = [int(f["addr"], 16) for f in g["user_stack"]["frames"]]
+        expect_chain(ctx.syms.frames(addrs), CHAIN, what=f"tracer-cli, cookie {c:#x}: ")
+    ctx.diag(f"tracer-cli: the same {len(our_lines)} lines; {len(mine)} complete groups of one "
+             f"user_unwind_syscall each, nanosleep frames (by nm) {CHAIN}")
+
+    what = "-O userstacktrace_delay"
+    text = tc_report(files, "o", what)
+    t = truth(files, "truth-o.txt")
+    pid, n = t["pid"], int(t["iterations"])
+    cookies = []
+    for line in text.splitlines():
+        m = re.search(COOKIE_LINE, line)
+        if not m or m.group(1) != pid or m.group(2) == "user_unwind_stack":
+            continue
+        c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
+        expect(c, f"{what}: no cookie= in {line.strip()!r}")
+        if int(c.group(1), 16) == 0:
+            continue  # a page cookie of no kernel entry
+        cookies.append(int(c.group(1), 16))
+    stack_cookies = tc_stack_cookies(text, pid, what)
+    ctx.diag(f"{what}: {len(cookies)} cookie and {len(stack_cookies)} stack events of ustest")
+    expect(len(cookies) >= n, f"{what}: {len(cookies)} cookie events, ustest made {n} nanosleeps")
+    missing = [hex(c) for c in set(cookies) if stack_cookies.count(c) != 1]
+    expect(not missing, f"{what}: cookies without exactly one stack event: {missing[:3]}")
+
+
+def case_tracer_syscalls(ctx, files):
+    """The user_unwind tracer with set_event_pid: one user_unwind_syscall per system
+    call entry of the filtered task (the sys_enter events of the same instance are
+    the ground truth), none of the task out of the filter, one stack per cookie."""
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    sub = files.get("pid.txt", b"").decode().strip()
+    expect(sub == str(pid), f"ustest pid {pid}, the subshell it replaced was {sub!r}")
+    other = int(truth(files, "truth-other.txt")["pid"])
+    opt = files.get("option.txt", b"").decode().strip()
+    expect(opt == "0", f"the tracer set userstacktrace_delay ({opt!r})")
+    d, cf, sf = dump(files, "c15")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    yf = d.fmt("ftrace", "user_unwind_syscall")
+    expect(yf is not None, "no user_unwind_syscall format file")
+    expect("nr" in yf.fields and "cookie" in yf.fields, f"user_unwind_syscall fields {list(yf.fields)}")
+    evs = d.merged()
+    ys = [e for e in evs if e.fmt is yf]
+    strangers = sorted({e.pid for e in ys if e.pid != pid})
+    expect(not strangers, f"user_unwind_syscall entries of pids out of the filter: {strangers}")
+    expect(not [e for e in evs if e.pid == other], f"entries of pid {other} (out of the filter)")
+    enters = [e for e in evs if e.name == "sys_enter" and e.pid == pid]
+    nrs, enter_nrs = [e["nr"] for e in ys], [e["id"] for e in enters]
+    expect(nrs == enter_nrs, f"user_unwind_syscall nrs {nrs} != sys_enter ids {enter_nrs}")
+    # each next to its sys_enter event, on the same CPU
+    for y, e in zip(ys, enters):
+        expect(y.cpu == e.cpu, f"nr {y['nr']}: user_unwind_syscall on cpu {y.cpu}, sys_enter on {e.cpu}")
+    sleeps = [e for e in ys if e["nr"] == NR_NANOSLEEP]
+    expect(len(sleeps) == n, f"{len(sleeps)} nanosleep entries, ustest made {n}")
+    cookies = [e["cookie"] for e in ys]
+    expect(0 not in cookies, "cookie 0")
+    expect(len(set(cookies)) == len(cookies), "two system calls with the same cookie")
+    stacks = {}
+    for e in evs:
+        if e.fmt is sf:
+            stacks.setdefault((e.pid, e["cookie"]), []).append(e)
+    for y in ys:
+        st = stacks.get((pid, y["cookie"]), [])
+        expect(len(st) == 1, f"nr {y['nr']} cookie {y['cookie']:#x}: {len(st)} stack events")
+        expect(st[0].ts >= y.ts, f"cookie {y['cookie']:#x}: stack before the entry")
+    extra = [hex(c) for p, c in stacks if p == pid and c not in set(cookies)]
+    expect(not extra, f"stack events of cookies no entry announced: {extra[:3]}")
+    expect(not [k for k in stacks if k[0] != pid], f"stack events of other pids: {[k for k in stacks if k[0] != pid][:3]}")
+    for y in sleeps:
+        names = check_frames(ctx.syms, sf, stacks[(pid, y["cookie"])][0], CHAIN)
+    empty = sum(1 for y in ys if not sf.u64_array(stacks[(pid, y["cookie"])][0].data, "stack"))
+    ctx.diag(f"{len(ys)} system calls of pid {pid} ({len(sleeps)} nanosleep), each with one "
+             f"user_unwind_syscall and one stack ({empty} empty); none of pid {other}")
+    ctx.diag(f"nanosleep stacks symbolize to {names}")
+    text = files.get("trace.txt", b"").decode("utf-8", "replace")
+    shown = re.findall(rf"-{pid}\s+\[\d+\].*user_unwind_syscall: nr=35 cookie=([0-9a-f]+)", text)
+    expect(sorted(int(c, 16) for c in shown) == sorted(y["cookie"] for y in sleeps),
+           f"trace shows {len(shown)} nanosleep user_unwind_syscall lines, expected {n}")
 
 
 def case_unwind_kunit(ctx, files):
@@ -1073,6 +1206,7 @@ CASES = [
     ("11-maps-exit", "mapping_records_symbolize_after_exit", case_maps_exit),
     ("13-tracer-cli-symbolize", "tracer_cli_symbolize_ground_truth", lambda c, f: symcheck.case(c, f, expect, CaseFail)),
     ("14-fanout", "fanout_100_instances_toggle_storm", case_fanout),
+    ("15-tracer-syscalls", "tracer_user_unwind_syscall_stacks", case_tracer_syscalls),
 ]
 
 

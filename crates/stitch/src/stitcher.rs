@@ -23,6 +23,9 @@
 //!   `user_unwind_cookie`s. Nothing else is needed inside one page, so
 //!   losses (whole pages, or stretches between pages) never attach a wrong
 //!   cookie.
+//! * A `user_unwind_syscall` (the `user_unwind` tracer's system call entry)
+//!   is a kernel event with its own cookie: it joins the group of that
+//!   cookie, and no page cookie or cookie record gives it another.
 //! * Deferred groups are keyed by `(pid, cookie)`. At most one group per pid
 //!   is open (waiting for its stack); a cookie event with another cookie for
 //!   the same pid means the task went back to user space and entered the
@@ -142,6 +145,21 @@ pub enum Input<'a> {
         /// Task.
         pid: i32,
         /// The cookie (opaque, unique per thread per kernel entry).
+        cookie: u64,
+    },
+    /// A traced event that carries the cookie of its own kernel entry
+    /// (`ftrace:user_unwind_syscall`, written by the `user_unwind` tracer at
+    /// a system call entry): it is the event and its cookie entry at once.
+    EventCookie {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+        /// The cookie (0: the event has none and stays ungrouped).
         cookie: u64,
     },
     /// `ftrace:user_unwind_stack`: the deferred user stack of a kernel entry.
@@ -433,22 +451,7 @@ impl Stitcher {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Kernel { seq, cpu, ts, pid } => {
-                let recent = self.cpus.entry(cpu).or_default();
-                if recent.len() == RECENT {
-                    recent.remove(0);
-                }
-                recent.push(Last {
-                    pid,
-                    ts,
-                    ev: EventRef {
-                        seq,
-                        kernel_stack: None,
-                    },
-                    placed: [None, None],
-                    got_cookie: false,
-                    got_sync: false,
-                    got_kstack: false,
-                });
+                self.recent(seq, cpu, ts, pid);
                 let covered = self
                     .pages
                     .get(&cpu)
@@ -457,6 +460,24 @@ impl Stitcher {
                 if let Some(c) = covered.filter(|&c| c != 0) {
                     let i = self.cpus[&cpu].len() - 1;
                     self.attach(cpu, ts, pid, c, Some(i));
+                }
+            }
+            Input::EventCookie {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+            } => {
+                let i = self.recent(seq, cpu, ts, pid);
+                // Its own cookie, not a page cookie's nor a later cookie
+                // entry's: no other cookie record takes it.
+                if let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) {
+                    last.got_cookie = true;
+                }
+                if cookie != 0 {
+                    let g = self.attach(cpu, ts, pid, cookie, Some(i));
+                    self.out.groups[g].cookie_events += 1;
                 }
             }
             Input::Page { cpu, page } => {
@@ -533,6 +554,28 @@ impl Stitcher {
         }
         self.out.groups.sort_by_key(|g| g.first_ts);
         self.out
+    }
+
+    /// Remembers kernel event `seq` as the newest recent event of `cpu`
+    /// and returns its index there.
+    fn recent(&mut self, seq: u64, cpu: u32, ts: u64, pid: i32) -> usize {
+        let recent = self.cpus.entry(cpu).or_default();
+        if recent.len() == RECENT {
+            recent.remove(0);
+        }
+        recent.push(Last {
+            pid,
+            ts,
+            ev: EventRef {
+                seq,
+                kernel_stack: None,
+            },
+            placed: [None, None],
+            got_cookie: false,
+            got_sync: false,
+            got_kstack: false,
+        });
+        recent.len() - 1
     }
 
     /// The newest recent event of `pid` on `cpu` that `free` accepts. A

@@ -23,6 +23,7 @@ pub struct SpecialEvents {
     cookie: Option<EventFormat>,
     page_cookie: Option<EventFormat>,
     unwind_stack: Option<EventFormat>,
+    syscall: Option<EventFormat>,
     user_stack: Option<EventFormat>,
     kernel_stack: Option<EventFormat>,
 }
@@ -30,7 +31,7 @@ pub struct SpecialEvents {
 impl SpecialEvents {
     /// Picks the special events among `formats` (the `ftrace` system's
     /// `user_unwind_cookie`, `user_unwind_page_cookie`, `user_unwind_stack`,
-    /// `user_stack`, `kernel_stack`).
+    /// `user_unwind_syscall`, `user_stack`, `kernel_stack`).
     pub fn new<'f>(formats: impl IntoIterator<Item = &'f EventFormat>) -> Self {
         let mut s = SpecialEvents::default();
         for f in formats {
@@ -41,6 +42,7 @@ impl SpecialEvents {
                 "user_unwind_cookie" => &mut s.cookie,
                 "user_unwind_page_cookie" => &mut s.page_cookie,
                 "user_unwind_stack" => &mut s.unwind_stack,
+                "user_unwind_syscall" => &mut s.syscall,
                 "user_stack" => &mut s.user_stack,
                 "kernel_stack" => &mut s.kernel_stack,
                 _ => continue,
@@ -52,7 +54,10 @@ impl SpecialEvents {
 
     /// True when the file has the deferred unwinding events.
     pub fn has_deferred(&self) -> bool {
-        self.cookie.is_some() || self.page_cookie.is_some() || self.unwind_stack.is_some()
+        self.cookie.is_some()
+            || self.page_cookie.is_some()
+            || self.unwind_stack.is_some()
+            || self.syscall.is_some()
     }
 
     fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
@@ -84,6 +89,15 @@ impl SpecialEvents {
         }
         if let Some(f) = Self::is(&self.page_cookie, id) {
             return cookie(f).map_or(plain, |cookie| Input::PageCookie {
+                seq,
+                cpu,
+                ts,
+                pid,
+                cookie,
+            });
+        }
+        if let Some(f) = Self::is(&self.syscall, id) {
+            return cookie(f).map_or(plain, |cookie| Input::EventCookie {
                 seq,
                 cpu,
                 ts,

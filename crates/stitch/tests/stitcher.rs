@@ -799,3 +799,117 @@ fn page_cookies_are_per_cpu() {
         vec![(42, Some(C1), Status::Pending, vec![2], None)]
     );
 }
+
+// `user_unwind_syscall` (the `user_unwind` tracer, kernel-patch 0014): an
+// event that carries the cookie of its own kernel entry.
+
+fn ys(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64) -> Input<'static> {
+    Input::EventCookie {
+        seq,
+        cpu,
+        ts,
+        pid,
+        cookie,
+    }
+}
+
+#[test]
+fn syscall_entries_group_with_the_stack_of_their_cookie() {
+    // Two system calls of 42 (the second one with a sys_enter event and its
+    // cookie entry, written by the trigger), one of 43 in between on the
+    // other CPU; the stacks come on return to user space.
+    let s = stitch([
+        ys(0, 0, 100, 42, C1),
+        ys(1, 1, 101, 43, D1),
+        us(2, 0, 110, 42, C1, &[0x401000, 0x402000]),
+        ys(3, 0, 120, 42, C2),
+        k(4, 0, 121, 42),
+        c(5, 0, 122, 42, C2),
+        us(6, 1, 125, 43, D1, &[0x501000]),
+        us(7, 1, 130, 42, C2, &[0x403000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(C1),
+                Status::Complete,
+                vec![0],
+                Some(vec![0x401000, 0x402000])
+            ),
+            (
+                43,
+                Some(D1),
+                Status::Complete,
+                vec![1],
+                Some(vec![0x501000])
+            ),
+            (
+                42,
+                Some(C2),
+                Status::Complete,
+                vec![3, 4],
+                Some(vec![0x403000])
+            ),
+        ]
+    );
+    assert_eq!(
+        s.groups.iter().map(|g| g.cookie_events).collect::<Vec<_>>(),
+        [1, 1, 2]
+    );
+    assert_eq!(s.cookies_without_event, 0);
+}
+
+#[test]
+fn syscall_entry_keeps_its_cookie_under_a_page_cookie() {
+    // The option's page cookie of an earlier entry of 42 in the same page
+    // does not cover the entry, and the cookie entry after the next event
+    // takes that event, not the entry.
+    let s = stitch([
+        page(0, 1),
+        pc(0, 0, 100, 42, C1),
+        k(1, 0, 101, 42),
+        us(2, 0, 102, 42, C1, &[0x401000]),
+        ys(3, 0, 110, 42, C2),
+        k(4, 0, 111, 43),
+        c(5, 0, 112, 43, D1),
+        us(6, 0, 120, 42, C2, &[0x402000]),
+        us(7, 0, 121, 43, D1, &[0x501000]),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![
+            (
+                42,
+                Some(C1),
+                Status::Complete,
+                vec![1],
+                Some(vec![0x401000])
+            ),
+            (
+                42,
+                Some(C2),
+                Status::Complete,
+                vec![3],
+                Some(vec![0x402000])
+            ),
+            (
+                43,
+                Some(D1),
+                Status::Complete,
+                vec![4],
+                Some(vec![0x501000])
+            ),
+        ]
+    );
+}
+
+#[test]
+fn syscall_entry_without_stack_is_pending_and_zero_cookie_ungrouped() {
+    let s = stitch([ys(0, 0, 100, 42, 0), ys(1, 0, 110, 42, C1)]);
+    assert_eq!(
+        summary(&s),
+        vec![(42, Some(C1), Status::Pending, vec![1], None)]
+    );
+}

@@ -1,0 +1,42 @@
+# timeout: 90
+# The user_unwind tracer (issue 11 section 5): with a pid filter, one
+# user_unwind_syscall entry per system call entry of the filtered task, each
+# with a cookie of its own and one user_unwind_stack. The task is a subshell
+# that publishes its pid, waits on a fifo and then execs `ustest chain 20`
+# (same pid: the filter is set before the program starts); `ustest chain 7`
+# runs next to it, out of the filter. raw_syscalls:sys_enter in the same
+# instance (same filter) is the ground truth of the system calls.
+. /cases/lib.sh
+I=$(mkinst c15)
+grep -qw user_unwind "$I/available_tracers" || skip "no user_unwind tracer"
+need "$T/events/ftrace/user_unwind_syscall/format" "kernel lacks the user_unwind_syscall entry"
+w 1024 "$I/buffer_size_kb"
+mkfifo go
+(
+	read -r p _ </proc/self/stat
+	echo "$p" >pid.txt
+	read -r x <go
+	exec ustest chain 20 >truth.txt
+) &
+n=0
+while [ ! -s pid.txt ]; do
+	[ $n -lt 600 ] || { echo "the subshell wrote no pid"; exit 1; }
+	sleep 0.1
+	n=$((n + 1))
+done
+w "$(cat pid.txt)" "$I/set_event_pid"
+w 1 "$I/events/raw_syscalls/sys_enter/enable"
+w user_unwind "$I/current_tracer"
+cat "$I/options/userstacktrace_delay" >option.txt
+ustest chain 7 >truth-other.txt &
+other=$!
+echo go >go
+wait
+w 0 "$I/tracing_on"
+cat "$I/trace" >trace.txt
+dump "$I" c15
+w nop "$I/current_tracer"
+w 0 "$I/events/raw_syscalls/sys_enter/enable"
+rmdir "$I"
+echo "other=$other" >other.txt
+rm -f go
