@@ -772,6 +772,39 @@ def case_tracer_syscalls(ctx, files):
     shown = re.findall(rf"-{pid}\s+\[\d+\].*user_unwind_syscall: nr=35 cookie=([0-9a-f]+)", text)
     expect(sorted(int(c, 16) for c in shown) == sorted(y["cookie"] for y in sleeps),
            f"trace shows {len(shown)} nanosleep user_unwind_syscall lines, expected {n}")
+    if "record.rc" in files:
+        tracer_cli_syscalls(ctx, files)
+
+
+def tracer_cli_syscalls(ctx, files):
+    """tracer-cli record -p user_unwind -F: every group is the command's, one
+    user_unwind_syscall and its stack each, the nanosleep ones on the chain."""
+    rc_ok(files, "record", "tracer-cli record -p user_unwind -F")
+    t = truth(files, "truth-cli.txt")
+    pid, n = int(t["pid"]), int(t["iterations"])
+    rep = load_report(files)
+    tc, _ = tc_cookies(files)
+    groups = rep["groups"]
+    strangers = sorted({g["pid"] for g in groups if g["pid"] != pid})
+    expect(not strangers, f"tracer-cli groups of pids out of -F: {strangers}")
+    bad = [(g["cookie"], g["status"]) for g in groups if g["status"] != "complete"]
+    expect(not bad, f"groups not complete: {bad[:5]}")
+    for g in groups:
+        names = [e["name"] for e in g["events"]]
+        expect(names == ["user_unwind_syscall"], f"group {g['cookie']}: events {names}")
+
+    def nr(g):
+        m = re.search(r"nr=(\d+)", g["events"][0].get("info", ""))
+        return int(m.group(1)) if m else None
+
+    sleeps = [g for g in groups if nr(g) == NR_NANOSLEEP]
+    expect(len(sleeps) == n, f"{len(sleeps)} nanosleep groups, ustest made {n}")
+    for g in sleeps:
+        expect_chain(group_frames(ctx, g), CHAIN, what=f"cookie {g['cookie']}: ")
+    expect(len(tc) == len(groups) and all(v == [0, 1] for v in tc.values()),
+           f"trace-cmd sees {len(tc)} cookies with stacks, tracer-cli {len(groups)} groups")
+    ctx.diag(f"tracer-cli record -p user_unwind -F: {len(groups)} system calls of pid {pid}, "
+             f"each one complete group; {n} nanosleep on {CHAIN}")
 
 
 def case_unwind_kunit(ctx, files):

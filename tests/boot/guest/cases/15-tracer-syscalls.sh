@@ -40,3 +40,11 @@ w 0 "$I/events/raw_syscalls/sys_enter/enable"
 rmdir "$I"
 echo "other=$other" >other.txt
 rm -f go
+# The same through tracer-cli, as the README shows it: record -p user_unwind
+# -F (the command's pid is the filter, set before it runs), stitched report.
+if [ -x /usr/bin/tracer-cli ]; then
+	tracer-cli record -q -p user_unwind -F -b 1024 -o t.dat ustest chain 6 >truth-cli.txt 2>record.err
+	echo "rc=$?" >record.rc
+	reports
+	tracer-cli reset >/dev/null 2>&1
+fi
