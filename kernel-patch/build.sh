@@ -317,14 +317,14 @@ ensure_pristine() {
 
 write_env() {
 	mkdir -p "$CACHE"
-	cat >"$CACHE/env.sh.new" <<-EOF
+	cat >"$CACHE/env.sh.new.$$" <<-EOF
 		# written by kernel-patch/build.sh: environment for building Linux 7.3 with Rust
 		export LIBCLANG_PATH=$(cat "$LIBCLANG_DIR/.done")
 		export RUST_LIB_SRC=$RUST_LIB_SRC
 		export PATH=$BINDGEN_ROOT/bin:\$PATH
 		export USTACK_PRISTINE=$PRISTINE
 	EOF
-	mv "$CACHE/env.sh.new" "$CACHE/env.sh"
+	mv "$CACHE/env.sh.new.$$" "$CACHE/env.sh"
 }
 
 prereqs() {
