@@ -346,11 +346,14 @@ fn run_case(name: &str, runs: usize, setup: impl Fn(&Path) -> (String, HashMap<S
         );
         total.add(&s);
         if s.resolved != s.delivered {
+            // Keep the recording and the programs for a post-mortem.
+            let kept = dir.keep();
             failures.push(format!(
-                "run {run}: {}/{}: {}",
+                "run {run}: {}/{}: {} (files kept in {})",
                 s.resolved,
                 s.delivered,
-                wrong.join("; ")
+                wrong.join("; "),
+                kept.display()
             ));
         }
     }

@@ -388,4 +388,35 @@ mod tests {
         ]);
         assert_eq!(s.find_at(1, Some(9), 0x10), Err(Unresolved::ProcessUnknown));
     }
+
+    /// A read during `dlopen` (ld.so's cache still mapped where the
+    /// library goes) and one after it: a stack between them resolves to the
+    /// library, not to the cache (CI once lost every frame of a dlopen'd
+    /// library this way).
+    #[test]
+    fn a_read_during_dlopen_does_not_hide_the_library() {
+        let read = |ts, maps: &str| {
+            let mut p = ProcMap::from_proc_maps(7, "shlib", maps);
+            p.at = Some(MapsAt {
+                ts,
+                kind: MapsKind::Snapshot,
+            });
+            p
+        };
+        let prog = "400000-401000 r-xp 00000000 08:01 1 /bin/shlib\n";
+        let during =
+            format!("{prog}7f00000000-7f00009000 r--p 00000000 08:01 2 /etc/ld.so.cache\n");
+        let after = format!(
+            "{prog}7f00004000-7f00005000 r--p 00000000 08:01 3 /tmp/libgt.so\n\
+             7f00005000-7f00006000 r-xp 00001000 08:01 3 /tmp/libgt.so\n"
+        );
+        let s = AddressSpaces::new([
+            timed(7, 10, MapsKind::Exec, &[]),
+            read(20, &during),
+            read(90, &after),
+        ]);
+        let path = |ts, addr| s.find_at(7, Some(ts), addr).map(|m| m.path.as_str());
+        assert_eq!(path(50, 0x7f00005100), Ok("/tmp/libgt.so"));
+        assert_eq!(path(50, 0x400100), Ok("/bin/shlib"));
+    }
 }

@@ -111,24 +111,42 @@ impl ProcMap {
     /// of the same path into one range, as trace-cmd does. Lines that do not
     /// parse are skipped; the ` (deleted)` mark of a replaced file is
     /// dropped.
+    ///
+    /// A file that none of its mappings maps executable (`ld.so.cache`, a
+    /// locale archive, a library that `dlopen` has mapped but not yet laid
+    /// out) is left out: no return address points into it, and ld.so loads
+    /// libraries where it just unmapped its cache, so a read taken during a
+    /// `dlopen` would otherwise give the library's addresses to the cache.
+    /// Special mappings (`[heap]`, `[stack]`, `[vdso]`...) are kept: they
+    /// tell why an address has no file.
     pub fn from_proc_maps(pid: u32, comm: &str, maps: &str) -> ProcMap {
-        let mut out: Vec<LibMap> = Vec::new();
+        // (mapping, whether a part of it is executable)
+        let mut out: Vec<(LibMap, bool)> = Vec::new();
         for line in maps.lines() {
-            let Some((start, end, path)) = parse_proc_maps_line(line) else {
+            let Some(m) = parse_proc_maps_line(line) else {
                 continue;
             };
             match out.last_mut() {
-                Some(last) if last.path == path => {
-                    last.start = last.start.min(start);
-                    last.end = last.end.max(end);
+                Some((last, exec)) if last.path == m.path => {
+                    last.start = last.start.min(m.start);
+                    last.end = last.end.max(m.end);
+                    *exec |= m.exec;
                 }
-                _ => out.push(LibMap {
-                    start,
-                    end,
-                    path: path.to_string(),
-                }),
+                _ => out.push((
+                    LibMap {
+                        start: m.start,
+                        end: m.end,
+                        path: m.path.to_string(),
+                    },
+                    m.exec,
+                )),
             }
         }
+        let mut out: Vec<LibMap> = out
+            .into_iter()
+            .filter(|(m, exec)| *exec || m.path.starts_with('['))
+            .map(|(m, _)| m)
+            .collect();
         out.sort_by_key(|m| m.start);
         ProcMap {
             pid,
@@ -261,11 +279,11 @@ fn parse_at(rest: &str) -> Option<MapsAt> {
 
 /// `start end path` (trace-cmd) or a `/proc/PID/maps` line.
 fn parse_lib_line(line: &str) -> Option<LibMap> {
-    if let Some((start, end, path)) = parse_proc_maps_line(line) {
+    if let Some(m) = parse_proc_maps_line(line) {
         return Some(LibMap {
-            start,
-            end,
-            path: path.to_string(),
+            start: m.start,
+            end: m.end,
+            path: m.path.to_string(),
         });
     }
     let mut it = line.split_ascii_whitespace();
@@ -275,12 +293,22 @@ fn parse_lib_line(line: &str) -> Option<LibMap> {
     (end > start).then_some(LibMap { start, end, path })
 }
 
+/// One line of `/proc/PID/maps` that has a path.
+struct ProcMapsLine<'a> {
+    start: u64,
+    end: u64,
+    /// The `x` of its permissions.
+    exec: bool,
+    path: &'a str,
+}
+
 /// `start-end perms offset dev inode path` with a path; the path is the
 /// rest of the line, spaces included.
-fn parse_proc_maps_line(line: &str) -> Option<(u64, u64, &str)> {
-    let (range, mut rest) = line.split_once(' ')?;
-    // perms, offset, dev, inode: single words.
-    for _ in 0..4 {
+fn parse_proc_maps_line(line: &str) -> Option<ProcMapsLine<'_>> {
+    let (range, rest) = line.split_once(' ')?;
+    let (perms, mut rest) = rest.trim_start_matches(' ').split_once(' ')?;
+    // offset, dev, inode: single words.
+    for _ in 0..3 {
         rest = rest.trim_start_matches(' ').split_once(' ')?.1;
     }
     let path = rest.trim_start_matches(' ');
@@ -288,7 +316,12 @@ fn parse_proc_maps_line(line: &str) -> Option<(u64, u64, &str)> {
     let (s, e) = range.split_once('-')?;
     let start = u64::from_str_radix(s, 16).ok()?;
     let end = u64::from_str_radix(e, 16).ok()?;
-    (!path.is_empty() && end > start).then_some((start, end, path))
+    (!path.is_empty() && end > start && perms.len() == 4).then_some(ProcMapsLine {
+        start,
+        end,
+        exec: perms.as_bytes()[2] == b'x',
+        path,
+    })
 }
 
 /// Whitespace and `\` as `\ooo`, so that a path is one word.
@@ -360,6 +393,31 @@ garbage line
                 lm(0x55d0c0100000, 0x55d0c0200000, "[heap]"),
                 lm(0x7f0000001000, 0x7f0000002000, "/lib/with  space.so"),
                 lm(0x7f0000003000, 0x7f0000004000, "/tmp/gone"),
+            ]
+        );
+    }
+
+    /// ld.so maps its cache, unmaps it and loads the library there: a
+    /// read during a `dlopen` must not give the library's addresses to
+    /// the cache (CI once lost all frames of a dlopen'd library so).
+    #[test]
+    fn files_never_mapped_executable_are_left_out() {
+        let text = "\
+55d0c0000000-55d0c0001000 r--p 00000000 08:01 123 /usr/bin/prog
+55d0c0001000-55d0c0002000 r-xp 00001000 08:01 123 /usr/bin/prog
+7f0000000000-7f0000009000 r--p 00000000 08:01 7 /etc/ld.so.cache
+7f000000a000-7f000000b000 r--p 00000000 08:01 8 /usr/lib/locale/C.utf8/LC_CTYPE
+7f0000010000-7f0000011000 r--p 00000000 08:01 9 /tmp/half-loaded.so
+7ffd00000000-7ffd00001000 rw-p 00000000 00:00 0 [stack]
+7ffd00002000-7ffd00003000 r-xp 00000000 00:00 0 [vdso]
+";
+        let p = ProcMap::from_proc_maps(42, "prog", text);
+        assert_eq!(
+            p.maps,
+            vec![
+                lm(0x55d0c0000000, 0x55d0c0002000, "/usr/bin/prog"),
+                lm(0x7ffd00000000, 0x7ffd00001000, "[stack]"),
+                lm(0x7ffd00002000, 0x7ffd00003000, "[vdso]"),
             ]
         );
     }
