@@ -70,6 +70,7 @@ pub fn record<'f>(file: &'f TraceFile, buf: &'f Buffer, ev: &EventMeta) -> Optio
         cpu: u32::from(ev.cpu),
         ts: ev.ts,
         data,
+        extent: ev.extent(file.cpu_data(c))?,
     })
 }
 

@@ -232,6 +232,13 @@ impl EventMeta {
         let len = (self.loc & 0xffff) as usize;
         cpu_data.get(off..off.checked_add(len)?)
     }
+
+    /// The payload and the bytes after it in the CPU's data (see
+    /// `ustack_tracedata::Record::extent`).
+    pub fn extent<'d>(&self, cpu_data: &'d [u8]) -> Option<&'d [u8]> {
+        self.payload(cpu_data)?;
+        cpu_data.get((self.loc >> 16) as usize..)
+    }
 }
 
 /// Finds where record payloads sit in the per-CPU data they were sliced

@@ -56,11 +56,7 @@ fn random_records_do_not_panic() {
                     count: (rng.next_u64() % 2 == 0).then_some(rng.next_u64() % 100),
                 }));
             }
-            items.push(Ok(Item::Event(Record {
-                cpu,
-                ts: i as u64,
-                data: d,
-            })));
+            items.push(Ok(Item::Event(Record::new(cpu, i as u64, d))));
         }
         if round % 7 == 0 {
             items.push(Err("injected read error".to_string()));
@@ -77,24 +73,14 @@ fn random_records_do_not_panic() {
             let d = ustack_stitch::view::detail(
                 &idx,
                 g,
-                |s| {
-                    Some(Record {
-                        cpu: 0,
-                        ts: 0,
-                        data: &payloads[s as usize],
-                    })
-                },
+                |s| Some(Record::new(0, 0, &payloads[s as usize])),
                 &mut ustack_stitch::view::Texts::generic(),
                 &mut sym,
             );
             let _ = format!("{d:?}");
         }
         for s in 0..50u64 {
-            let r = Record {
-                cpu: 0,
-                ts: 0,
-                data: &payloads[s as usize],
-            };
+            let r = Record::new(0, 0, &payloads[s as usize]);
             let _ = ustack_stitch::view::event_text(&idx, s, Some(&r));
         }
     }

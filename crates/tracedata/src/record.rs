@@ -19,9 +19,26 @@ pub struct Record<'a> {
     pub ts: u64,
     /// The payload.
     pub data: &'a [u8],
+    /// The payload and the bytes that follow it in the CPU's data, as far
+    /// as they are loaded (at least `data`). A C reader that reads past a
+    /// record sees these bytes, as trace-cmd's do: libtraceevent reads a
+    /// fixed array whole even in a record the kernel stored shorter (a
+    /// `kernel_stack` with fewer callers than its format's 8).
+    pub extent: &'a [u8],
 }
 
 impl<'a> Record<'a> {
+    /// The record of payload `data` at `ts` on `cpu`, with no bytes known
+    /// after it (`extent` is `data`).
+    pub fn new(cpu: u32, ts: u64, data: &'a [u8]) -> Record<'a> {
+        Record {
+            cpu,
+            ts,
+            data,
+            extent: data,
+        }
+    }
+
     /// `common_type`: the event id, or `None` if the record is shorter than 2 bytes.
     pub fn common_type(&self) -> Option<u16> {
         self.data
@@ -206,11 +223,7 @@ print fmt: \"\"\n";
     fn accessors() {
         let f = EventFormat::parse("s", FMT).unwrap();
         let d = rec();
-        let r = Record {
-            cpu: 1,
-            ts: 5,
-            data: &d,
-        };
+        let r = Record::new(1, 5, &d);
         assert_eq!(r.common_type(), Some(7));
         assert_eq!(r.common_flags(), Some(0x81));
         assert_eq!(r.common_preempt_count(), Some(2));
@@ -236,26 +249,10 @@ print fmt: \"\"\n";
         let f = EventFormat::parse("s", FMT).unwrap();
         let mut d = rec();
         d[24..28].copy_from_slice(&(60u32 | 200 << 16).to_le_bytes());
-        let r = Record {
-            cpu: 0,
-            ts: 0,
-            data: &d,
-        };
+        let r = Record::new(0, 0, &d);
         assert!(r.u64_array_field(&f, "stack").is_err());
-        let short = Record {
-            cpu: 0,
-            ts: 0,
-            data: &d[..10],
-        };
+        let short = Record::new(0, 0, &d[..10]);
         assert!(short.u64_field(&f, "cookie").is_err());
-        assert_eq!(
-            Record {
-                cpu: 0,
-                ts: 0,
-                data: &[1]
-            }
-            .common_type(),
-            None
-        );
+        assert_eq!(Record::new(0, 0, &[1]).common_type(), None);
     }
 }

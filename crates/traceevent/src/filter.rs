@@ -26,11 +26,11 @@ pub enum FilterResult {
 /// A `tep_event_filter` of one handle.
 ///
 /// # Invariants
-/// `raw` comes from `tep_filter_alloc` on the handle `_h`, which it keeps
+/// `raw` comes from `tep_filter_alloc` on the handle `h`, which it keeps
 /// alive, and is freed once, in Drop.
 pub struct Filter {
     raw: *mut sys::tep_event_filter,
-    _h: std::rc::Rc<Handle>,
+    h: std::rc::Rc<Handle>,
 }
 
 impl Filter {
@@ -47,7 +47,7 @@ impl Filter {
         if raw.is_null() {
             return Err(TepError("cannot allocate a filter".into()));
         }
-        let f = Filter { raw, _h: h };
+        let f = Filter { raw, h };
         // SAFETY: f.raw is a live filter and c is NUL-terminated.
         let r = unsafe { sys::tep_filter_add_filter_str(f.raw, c.as_ptr()) };
         if r < 0 {
@@ -66,8 +66,10 @@ impl Filter {
 
     /// Tests `rec` against the filter.
     pub fn test(&self, rec: &mut Record<'_>) -> FilterResult {
+        rec.prepare(&self.h.reaches.borrow());
         // SAFETY: self.raw is live (type invariant) and the record's data
-        // is borrowed for the call and only read (Record invariant).
+        // is borrowed for the call and only read (Record invariant), as far
+        // as the event's format makes libtraceevent read (`prepare`).
         let r = unsafe { sys::tep_filter_match(self.raw, rec.as_mut_ptr()) };
         match r {
             sys::TEP_ERRNO__FILTER_MATCH => FilterResult::Match,

@@ -13,6 +13,7 @@
 
 mod file;
 mod filter;
+mod reach;
 pub mod screen;
 mod seq;
 mod tep;

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 use ustack_traceevent_sys::*;
 
+use crate::reach::Reaches;
 use crate::screen;
 use crate::seq::TraceSeq;
 
@@ -52,11 +53,22 @@ pub struct TraceSections<'a> {
 /// An event payload with its timestamp and CPU, as the `tep_record` that
 /// libtraceevent's printing and filtering functions take.
 ///
+/// libtraceevent reads fields where the event's format puts them, which
+/// can be past the end of a short record (see `reach.rs`): [`Tep::print`]
+/// and [`crate::Filter::test`] first make sure the bytes it will read
+/// exist, borrowing the bytes that follow the payload when the caller
+/// gave them ([`Record::within`]; trace-cmd shows those too, from its
+/// page) and copying the record with zeros after it when not.
+///
 /// # Invariants
-/// `raw.data` points to `raw.size` bytes borrowed for `'a`; libtraceevent
-/// only reads them.
+/// `raw.data` points to `readable >= raw.size` bytes that live for `'a`
+/// (borrowed) or as long as `self` (the heap buffer of `copy`, which is
+/// never changed while `raw.data` points into it); libtraceevent only
+/// reads them.
 pub struct Record<'a> {
     raw: tep_record,
+    readable: usize,
+    copy: Vec<u8>,
     _data: PhantomData<&'a [u8]>,
 }
 
@@ -64,22 +76,60 @@ impl<'a> Record<'a> {
     /// The record of the payload `data` (common fields first) of an event
     /// at `ts` on `cpu`.
     pub fn new(data: &'a [u8], ts: u64, cpu: u32) -> Record<'a> {
+        Record::within(data, data.len(), ts, cpu)
+    }
+
+    /// The record of the first `size` bytes of `extent`, the payload and
+    /// the bytes that follow it where it was stored (its page), which
+    /// libtraceevent may read too (`size` is capped to `extent`).
+    pub fn within(extent: &'a [u8], size: usize, ts: u64, cpu: u32) -> Record<'a> {
+        let size = size.min(extent.len());
         Record {
             raw: tep_record {
                 ts,
                 offset: 0,
                 missed_events: 0,
-                record_size: data.len() as c_int + 4,
-                size: data.len() as c_int,
+                record_size: size as c_int + 4,
+                size: size as c_int,
                 // Only read by libtraceevent (type invariant).
-                data: data.as_ptr() as *mut c_void,
+                data: extent.as_ptr() as *mut c_void,
                 cpu: cpu as c_int,
                 ref_count: 1,
                 locked: 0,
                 priv_: std::ptr::null_mut(),
             },
+            readable: extent.len(),
+            copy: Vec::new(),
             _data: PhantomData,
         }
+    }
+
+    /// Makes sure libtraceevent can read `n` bytes from the start of the
+    /// record: past what is readable, a copy with zeros after it.
+    fn ensure_readable(&mut self, n: usize) {
+        if n <= self.readable {
+            return;
+        }
+        let mut copy = vec![0u8; n];
+        copy[..self.readable].copy_from_slice(self.readable_bytes());
+        self.copy = copy;
+        self.raw.data = self.copy.as_mut_ptr().cast();
+        self.readable = n;
+    }
+
+    /// The bytes libtraceevent may read.
+    fn readable_bytes(&self) -> &[u8] {
+        // SAFETY: raw.data points to `readable` bytes that live at least as
+        // long as `self` (type invariant).
+        unsafe { std::slice::from_raw_parts(self.raw.data as *const u8, self.readable) }
+    }
+
+    /// Makes the bytes that `reaches` says libtraceevent reads of this
+    /// record readable.
+    pub(crate) fn prepare(&mut self, reaches: &Reaches) {
+        self.ensure_readable(reaches.fixed(self.readable_bytes()));
+        // The locators lie within the fixed fields, now readable.
+        self.ensure_readable(reaches.dynamic(self.readable_bytes()));
     }
 
     /// The timestamp.
@@ -94,10 +144,8 @@ impl<'a> Record<'a> {
         Some(u16::from_le_bytes([*data.first()?, *data.get(1)?]))
     }
 
-    fn data(&self) -> &'a [u8] {
-        // SAFETY: raw.data points to raw.size bytes borrowed for 'a (type
-        // invariant).
-        unsafe { std::slice::from_raw_parts(self.raw.data as *const u8, self.raw.size as usize) }
+    fn data(&self) -> &[u8] {
+        &self.readable_bytes()[..self.raw.size as usize]
     }
 
     /// The raw record, for the filter; valid while `self` is.
@@ -136,6 +184,8 @@ pub enum Print {
 pub(crate) struct Handle {
     pub(crate) tep: *mut tep_handle,
     plugins: std::cell::Cell<*mut tep_plugin_list>,
+    /// What libtraceevent reads of the records of each event it was given.
+    pub(crate) reaches: std::cell::RefCell<Reaches>,
 }
 
 impl Drop for Handle {
@@ -186,6 +236,7 @@ impl Tep {
             h: std::rc::Rc::new(Handle {
                 tep,
                 plugins: std::cell::Cell::new(std::ptr::null_mut()),
+                reaches: Default::default(),
             }),
             skipped: Vec::new(),
         })
@@ -256,10 +307,12 @@ impl Tep {
 
     /// Appends libtraceevent's text `what` of `rec` to `seq`.
     pub fn print(&self, seq: &mut TraceSeq, rec: &mut Record<'_>, what: Print) {
+        rec.prepare(&self.h.reaches.borrow());
         let (tep, s, r) = (self.h.tep, seq.as_mut_ptr(), rec.as_mut_ptr());
         // SAFETY: the handle is valid (type invariant), the seq is
         // initialized and the record's data is borrowed for the call and
-        // only read (Record invariant). Each format's conversions get the
+        // only read (Record invariant), as far as the event's format makes
+        // libtraceevent read (`prepare`). Each format's conversions get the
         // selectors libtraceevent documents for them: `%s` the "INFO",
         // "LATENCY" or "COMM" strings, `%d` the unsigned TIME, PID and CPU
         // selectors.
@@ -374,6 +427,13 @@ impl Tep {
                 screen::event_name(text)
             ))),
         };
+        // The screen parsed these fields: note what libtraceevent will read.
+        if let Some(f) = std::str::from_utf8(text)
+            .ok()
+            .and_then(|t| ustack_tracedata::EventFormat::parse(system, t).ok())
+        {
+            self.h.reaches.borrow_mut().add(&f);
+        }
         let neutral;
         let text = match refused {
             // Everything from the print fmt on is replaced by one that
@@ -662,6 +722,52 @@ print fmt: {print}\n"
             "  worker-77      7    1.234568value=-5"
         );
         assert_eq!(tep.comm_of_pid(77).unwrap().to_bytes(), b"worker");
+    }
+
+    /// libtraceevent reads a fixed array whole and follows a locator
+    /// anywhere, even past a short record: it gets the bytes that follow
+    /// the record when the caller has them (as trace-cmd shows them), zeros
+    /// when not, never memory that is not the record's.
+    #[test]
+    fn reads_past_a_short_record_see_its_page_or_zeros() {
+        let head = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n";
+        let stack = format!(
+            "name: stack\nID: 44\nformat:\n{head}\
+\tfield:unsigned char caller[6];\toffset:8;\tsize:6;\tsigned:0;\n\n\
+print fmt: \"%d\", REC->caller[0]\n"
+        );
+        let name = format!(
+            "name: named\nID: 45\nformat:\n{head}\
+\tfield:__data_loc char[] name;\toffset:8;\tsize:4;\tsigned:0;\n\n\
+print fmt: \"<%s>\", __get_str(name)\n"
+        );
+        let tep = tep_with(&[stack, name]);
+        // The raw fields (`report -R`) print the array whole: two bytes of
+        // it stored, then the bytes of the next record.
+        let mut page = vec![0u8; 12];
+        page[0] = 44;
+        page[8] = 0x5;
+        page.extend([0x22, 0x33, 0x44, 0x55]);
+        let raw = |extent: &[u8]| {
+            let mut seq = TraceSeq::new();
+            let mut rec = Record::within(extent, 12, 1, 0);
+            tep.print(&mut seq, &mut rec, Print::InfoRaw);
+            String::from_utf8_lossy(seq.as_bytes()).into_owned()
+        };
+        assert!(
+            raw(&page).contains("ARRAY[05, 00, 00, 00, 22, 33]"),
+            "{}",
+            raw(&page)
+        );
+        // Half of what follows: then zeros.
+        assert!(raw(&page[..13]).contains("ARRAY[05, 00, 00, 00, 22, 00]"));
+        assert!(raw(&page[..12]).contains("ARRAY[05, 00, 00, 00, 00, 00]"));
+        // A locator 1,000 bytes past a 12-byte record.
+        let mut named = vec![0u8; 12];
+        named[0] = 45;
+        named[8..12].copy_from_slice(&(1000u32 | 4 << 16).to_le_bytes());
+        assert_eq!(info(&tep, &named), "<>");
     }
 
     #[test]

@@ -86,6 +86,12 @@ impl Pages for Window<'_> {
         };
         self.buf.get(s..e).unwrap_or_default()
     }
+
+    fn loaded_from(&self, from: usize) -> &[u8] {
+        from.checked_sub(self.base)
+            .and_then(|s| self.buf.get(s..))
+            .unwrap_or_default()
+    }
 }
 
 /// Where a cursor reads its CPU's data from.
@@ -116,6 +122,13 @@ impl Pages for CursorData<'_> {
         match self {
             CursorData::Slice(d) => d.get(r).unwrap_or_default(),
             CursorData::Window(w) => w.bytes(r),
+        }
+    }
+
+    fn loaded_from(&self, from: usize) -> &[u8] {
+        match self {
+            CursorData::Slice(d) => d.get(from..).unwrap_or_default(),
+            CursorData::Window(w) => w.loaded_from(from),
         }
     }
 }
@@ -183,10 +196,17 @@ impl<'a> CpuCursor<'a> {
     /// and at the end).
     pub fn record(&self) -> Option<Record<'_>> {
         let (ts, r) = self.current.clone()?;
+        let data = self.stream.data.bytes(r.clone());
+        let extent = self.stream.data.loaded_from(r.start);
         Some(Record {
             cpu: self.stream.cpu,
             ts,
-            data: self.stream.data.bytes(r),
+            data,
+            extent: if extent.len() >= data.len() {
+                extent
+            } else {
+                data
+            },
         })
     }
 

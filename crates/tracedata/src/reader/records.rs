@@ -33,18 +33,16 @@ pub(in crate::reader) enum Source<'a> {
 }
 
 impl<'a> Source<'a> {
-    /// The bytes `r` (within `len()`), decompressing up to there.
+    /// The bytes from `r.start` on, as far as they are available (at
+    /// least to `r.end`, within `len()`), decompressing up to there.
     fn shared(&self, r: Range<usize>) -> Result<&'a [u8]> {
-        match *self {
-            Source::Slice(d) => d
-                .get(r)
-                .ok_or_else(|| crate::Error::corrupt("page past the end of the data")),
-            Source::Lazy(l, file) => {
-                let d = l.upto(file, r.end)?;
-                d.get(r)
-                    .ok_or_else(|| crate::Error::corrupt("compressed data ends early"))
-            }
-        }
+        let (d, what) = match *self {
+            Source::Slice(d) => (d, "page past the end of the data"),
+            Source::Lazy(l, file) => (l.upto(file, r.end)?, "compressed data ends early"),
+        };
+        d.get(r.clone())
+            .and_then(|_| d.get(r.start..))
+            .ok_or_else(|| crate::Error::corrupt(what))
     }
 }
 
@@ -59,6 +57,8 @@ pub(in crate::reader) trait Pages {
     /// The bytes `r`, loaded by an earlier [`Pages::load`] (empty if they
     /// were not).
     fn bytes(&self, r: Range<usize>) -> &[u8];
+    /// The loaded bytes from `from` on (empty if there are none).
+    fn loaded_from(&self, from: usize) -> &[u8];
 }
 
 impl Pages for Source<'_> {
@@ -77,6 +77,13 @@ impl Pages for Source<'_> {
         match self {
             Source::Slice(d) => d.get(r).unwrap_or_default(),
             Source::Lazy(l, _) => l.decoded().get(r).unwrap_or_default(),
+        }
+    }
+
+    fn loaded_from(&self, from: usize) -> &[u8] {
+        match self {
+            Source::Slice(d) => d.get(from..).unwrap_or_default(),
+            Source::Lazy(l, _) => l.decoded().get(from..).unwrap_or_default(),
         }
     }
 }
@@ -347,11 +354,12 @@ impl<'a> Iterator for Records<'a> {
         let s = &mut self.streams[i];
         let (_, r) = s.peeked.take().expect("peeked");
         // `fill` loaded these bytes, and shared sources keep them.
-        let data = s.data.shared(r).unwrap_or_default();
+        let extent = s.data.shared(r.clone()).unwrap_or_default();
         let rec = Record {
             cpu: s.cpu,
             ts,
-            data,
+            data: extent.get(..r.len()).unwrap_or_default(),
+            extent,
         };
         if let Some(m) = s.lost.take() {
             let report = !self.compat_lost || s.first_on_page;
