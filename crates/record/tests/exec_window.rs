@@ -8,7 +8,7 @@
 //! loop while it execs, until such a read happens, and checks that no
 //! snapshot kept for the old image shows anything but the shell.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use ustack_record::{MapsStore, ProcEvent, ProcWatch};
@@ -32,13 +32,24 @@ fn reads_during_an_exec_never_stand_for_the_old_image() {
     let t0 = Instant::now();
     let mut events = Vec::new();
     let hits = loop {
-        // The shell waits for a line, then execs `true`, while this thread
-        // reads its maps as fast as it can until it is gone.
+        // The shell says it runs, waits for a line, then execs `true`,
+        // while this thread reads its maps as fast as it can until it is
+        // gone. `spawn` returns once the child has released the parent's
+        // memory in its exec, before the new program is mapped: without
+        // the `ready` line, a loaded machine made every read of some
+        // shells fall inside an exec, and no snapshot of the shell's
+        // image was there to check.
         let mut child = Command::new("sh")
-            .args(["-c", "read x; exec true"])
+            .args(["-c", "echo ready; read x; exec true"])
             .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
             .spawn()
             .unwrap();
+        let mut ready = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut ready)
+            .unwrap();
+        assert_eq!(ready, "ready\n");
         let pid = child.id();
         pids.push(pid);
         store.read(pid);
