@@ -29,7 +29,8 @@ const HITS_WANTED: u32 = 10;
 /// After this many exits without one, it says so and fails: it proved nothing.
 const MAX_RUNS: u32 = 400;
 
-/// A child that maps one file as 4,000 VMAs (every other page made
+/// A child that maps one file executable (as a library's text: PROCMAPS
+/// keeps only files mapped so) as 4,000 VMAs (every other page made
 /// inaccessible, so they cannot merge), says `ready`, and exits when its
 /// standard input closes. Many VMAs make the teardown, and so the window,
 /// long enough to hit.
@@ -38,7 +39,7 @@ import ctypes, mmap, os, sys, tempfile
 n = 4000
 f = tempfile.NamedTemporaryFile(prefix="ustack-exit-race-")
 f.truncate(n * 4096)
-m = mmap.mmap(f.fileno(), n * 4096, prot=mmap.PROT_READ)
+m = mmap.mmap(f.fileno(), n * 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC)
 start = next(int(l.split("-")[0], 16) for l in open("/proc/self/maps") if f.name in l)
 libc = ctypes.CDLL(None, use_errno=True)
 libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
