@@ -34,6 +34,28 @@ print fmt: \"msg=%s\", __get_str(msg)\n"
     )
 }
 
+/// A stack event whose format has 4 callers, stored with fewer (as the
+/// kernel stores a `kernel_stack`): libtraceevent reads the array whole,
+/// into the bytes of the next record on the page.
+fn short_stack_format() -> String {
+    format!(
+        "name: short_stack\nID: 602\nformat:\n{COMMON}\
+\tfield:unsigned long caller[4];\toffset:8;\tsize:32;\tsigned:0;\n\n\
+print fmt: \"last=%lx\", REC->caller[3]\n"
+    )
+}
+
+fn short_stack(pid: i32, callers: &[u64]) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&602u16.to_le_bytes());
+    p.extend_from_slice(&[1, 0]);
+    p.extend_from_slice(&pid.to_le_bytes());
+    for c in callers {
+        p.extend_from_slice(&c.to_le_bytes());
+    }
+    p
+}
+
 fn tick(pid: i32, value: u64, delta: i32) -> Vec<u8> {
     let mut p = Vec::new();
     p.extend_from_slice(&600u16.to_le_bytes());
@@ -68,6 +90,10 @@ fn cpu_data(base: u64, cpu: u32) -> Vec<u8> {
             &tick(pid, i, -(i as i32)),
             false,
         );
+        if i == 4 {
+            // Two of its four callers stored, then the next tick.
+            b = b.event(500, &short_stack(pid, &[0xffffffff81000010, 0x1234]), false);
+        }
     }
     b = b.event(17, &named(pid, "same time on both cpus"), true);
     out.extend(b.finish(PAGE).unwrap());
@@ -120,7 +146,11 @@ fn write_with(
         header_event: HEADER_EVENT.as_bytes().to_vec(),
         event_systems: vec![EventSystem {
             name: "synth".into(),
-            formats: vec![tick_format().into_bytes(), name_format().into_bytes()],
+            formats: vec![
+                tick_format().into_bytes(),
+                name_format().into_bytes(),
+                short_stack_format().into_bytes(),
+            ],
         }],
         kallsyms: b"ffffffff81000000 T _stext\n".to_vec(),
         cmdlines: b"100 worker-zero\n101 w1\n102 a_very_long_comm_name\n".to_vec(),
@@ -237,6 +267,15 @@ fn synthetic_files_report_like_trace_cmd() {
                 "{name}: report lacks {needle:?}"
             );
         }
+        // A record stored shorter than its format: raw (`-R`), trace-cmd
+        // prints the bytes that follow it on its page as the rest of the
+        // array (the next record's header, then its payload: type 600 is
+        // `58, 02`); so must we, neither zeros nor our heap.
+        let short = "short_stack:          last=0\n";
+        assert!(text.contains(short), "{name}: report lacks {short:?}");
+        let raw = compare(&f, &["-R"]);
+        let next = "caller=ARRAY[10, 00, 00, 81, ff, ff, ff, ff, 34, 12, 00, 00, 00, 00, 00, 00, 05, 7d, 00, 00, 58, 02, 01, 00, 64, 00";
+        assert!(raw.contains(next), "{name}: -R lacks {next:?}");
         compare(&f, &["-t"]);
         let lat = compare(&f, &["-l"]);
         assert!(lat.contains("worker-z-100     0"), "latency format");
