@@ -207,7 +207,7 @@ fn filter_match(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> b
     if f.pos.is_empty() && f.neg.is_empty() {
         return true;
     }
-    let mut rec = tep::Record::within(r.extent, r.data.len(), r.ts, r.cpu);
+    let mut rec = tep::Record::of(r, r.ts);
     let cpu = r.cpu as usize;
     if last_printed.len() <= cpu {
         last_printed.resize(cpu + 1, false);

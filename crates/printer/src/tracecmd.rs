@@ -141,7 +141,7 @@ impl<'f> Printer<'f> {
     /// The time column of `ts` as in event lines (with its leading space
     /// when in seconds), for `--first-event` and `--last-event`.
     pub fn time_text(&mut self, r: &Record<'_>, ts: u64) -> Vec<u8> {
-        let mut rec = tep::Record::within(r.extent, r.data.len(), ts, r.cpu);
+        let mut rec = tep::Record::of(r, ts);
         let mut out = Vec::new();
         self.push_time(&mut out, &mut rec);
         out
@@ -188,7 +188,7 @@ impl<'f> Printer<'f> {
             }
             _ => {}
         }
-        let mut rec = tep::Record::within(r.extent, r.data.len(), ts, r.cpu);
+        let mut rec = tep::Record::of(r, ts);
         if self.latency {
             self.seq.reset();
             self.tep

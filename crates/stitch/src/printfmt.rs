@@ -78,7 +78,7 @@ impl InfoPrinter {
         if let Some(id) = rec.common_type() {
             self.register(id);
         }
-        let mut raw = tep::Record::within(rec.extent, rec.data.len(), rec.ts, rec.cpu);
+        let mut raw = tep::Record::of(rec, rec.ts);
         self.seq.reset();
         self.tep
             .tep()
@@ -122,7 +122,7 @@ impl InfoPrinter {
     /// for an event: one positive filter matches (or there is none) and no
     /// inverted one does. An event no positive filter names is not kept.
     pub fn selects(&mut self, rec: &Record<'_>) -> bool {
-        let mut raw = tep::Record::within(rec.extent, rec.data.len(), rec.ts, rec.cpu);
+        let mut raw = tep::Record::of(rec, rec.ts);
         let found = |r| matches!(r, FilterResult::NoFilter | FilterResult::Match);
         let mut pos = FilterResult::NoFilter;
         for f in &self.pos {

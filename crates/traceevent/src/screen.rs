@@ -42,6 +42,17 @@ pub enum Refusal {
 
 /// Screens the event format file `text`.
 pub fn check(text: &[u8]) -> Result<(), Refusal> {
+    let f = layout(text)?;
+    match check_format(&f) {
+        Some(why) => Err(Refusal::PrintFmt(why)),
+        None => Ok(()),
+    }
+}
+
+/// The fields of the event format file `text`, if it is text and its
+/// fields parse and lie within [`MAX_FIELD_END`] (its print fmt is not
+/// screened: see [`check_format`]).
+pub fn layout(text: &[u8]) -> Result<EventFormat, Refusal> {
     if !text
         .iter()
         .all(|&b| b == b'\t' || b == b'\n' || (b' '..=b'~').contains(&b))
@@ -62,10 +73,7 @@ pub fn check(text: &[u8]) -> Result<(), Refusal> {
             )));
         }
     }
-    match check_format(&f) {
-        Some(why) => Err(Refusal::PrintFmt(why)),
-        None => Ok(()),
-    }
+    Ok(f)
 }
 
 /// Why the print fmt `print_fmt` (the text after `print fmt:`) of an event

@@ -57,7 +57,7 @@ pub struct TraceSections<'a> {
 /// can be past the end of a short record (see `reach.rs`): [`Tep::print`]
 /// and [`crate::Filter::test`] first make sure the bytes it will read
 /// exist, borrowing the bytes that follow the payload when the caller
-/// gave them ([`Record::within`]; trace-cmd shows those too, from its
+/// gave them ([`Record::of`]; trace-cmd shows those too, from its
 /// page) and copying the record with zeros after it when not.
 ///
 /// # Invariants
@@ -79,10 +79,17 @@ impl<'a> Record<'a> {
         Record::within(data, data.len(), ts, cpu)
     }
 
+    /// The record of a record read from a trace file, at `ts` (its own
+    /// `r.ts`, or a time the caller shifted): its payload, and the bytes
+    /// that follow it where it was stored, which libtraceevent may read too.
+    pub fn of(r: &ustack_tracedata::Record<'a>, ts: u64) -> Record<'a> {
+        Record::within(r.extent, r.data.len(), ts, r.cpu)
+    }
+
     /// The record of the first `size` bytes of `extent`, the payload and
     /// the bytes that follow it where it was stored (its page), which
     /// libtraceevent may read too (`size` is capped to `extent`).
-    pub fn within(extent: &'a [u8], size: usize, ts: u64, cpu: u32) -> Record<'a> {
+    fn within(extent: &'a [u8], size: usize, ts: u64, cpu: u32) -> Record<'a> {
         let size = size.min(extent.len());
         Record {
             raw: tep_record {
@@ -409,31 +416,21 @@ impl Tep {
     /// its records as `[FAILED TO PARSE] field=value ...`, as for any print
     /// fmt it cannot parse, rather than `[UNKNOWN EVENT]`.
     pub fn parse_event(&mut self, text: &[u8], system: &str) -> Result<(), TepError> {
-        let refused = match screen::check(text) {
-            Ok(()) => None,
-            Err(screen::Refusal::NotText) => {
-                return Err(TepError(format!(
-                    "an event format of {system} is not printable ASCII"
-                )))
-            }
-            Err(screen::Refusal::Layout(why)) => {
-                return Err(TepError(format!(
-                    "an event format of {system} ({}) is refused: {why}",
-                    screen::event_name(text)
-                )))
-            }
-            Err(screen::Refusal::PrintFmt(why)) => Some(TepError(format!(
+        let refusal = |why| {
+            TepError(format!(
                 "an event format of {system} ({}) is refused: {why}",
                 screen::event_name(text)
-            ))),
+            ))
         };
-        // The screen parsed these fields: note what libtraceevent will read.
-        if let Some(f) = std::str::from_utf8(text)
-            .ok()
-            .and_then(|t| ustack_tracedata::EventFormat::parse(system, t).ok())
-        {
-            self.h.reaches.borrow_mut().add(&f);
-        }
+        let format = screen::layout(text).map_err(|r| match r {
+            screen::Refusal::NotText => TepError(format!(
+                "an event format of {system} is not printable ASCII"
+            )),
+            screen::Refusal::Layout(why) | screen::Refusal::PrintFmt(why) => refusal(why),
+        })?;
+        let refused = screen::check_format(&format).map(refusal);
+        // Note what libtraceevent will read of this event's records.
+        self.h.reaches.borrow_mut().add(&format);
         let neutral;
         let text = match refused {
             // Everything from the print fmt on is replaced by one that
