@@ -34,10 +34,14 @@
 #      shared tree), BENCH_PROFILE_FUNCS (functions for --profile; not the
 #      kernel's own stack unwinder, unwind_next_frame & co: graph-tracing it makes
 #      an oops recurse without a call trace), BENCH_PROFILE_MODES (deferred,sync), BENCH_OUT
-#      (copy of the tables), BENCH_KEEP=1 (keep the temp dir), QEMU_TIMEOUT (s, 3600),
+#      (copy of the tables), BENCH_BUFFER_KB (ring buffer per CPU, default from
+#      BENCH_N), BENCH_KEEP=1 (keep the temp dir), QEMU_TIMEOUT (s, 3600),
 #      BENCH_BZIMAGE (boot this kernel instead of building one), BENCH_CLOCK (icount:
 #      guest time counts guest instructions, 1 per ns, independent of host load
-#      (default); wall: TCG's real-time clock)
+#      (default); wall: TCG's real-time clock), BENCH_INSNS=FILE (count the guest
+#      instructions of every translation block with the TCG plugin insns.so into
+#      FILE; bench/kernel/insns.py folds two such runs into instructions per call
+#      and kernel function, see Documentation/benchmarks.md)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
@@ -107,7 +111,7 @@ install -m755 "$HERE/init" "$R/init"
 (cd "$R" && find . | cpio -o -H newc --quiet) >"$WORK/initramfs.cpio"
 
 # the largest entry: deferred, depth 128, 8 events (~1.5 KB); twice that per call
-BUF_KB=$(( (N + 2000) * 3 + 1024 ))
+BUF_KB=${BENCH_BUFFER_KB:-$(( (N + 2000) * 3 + 1024 ))}
 echo "kernel.sh: tree ${KTREE:-shared}, series ${PATCHES:-$REPO/kernel-patch}," \
 	"$ROUNDS rounds of $N calls, smp $SMP, clock ${BENCH_CLOCK:-icount}, buffer ${BUF_KB} KB${PROFILE:+, profile}" >&2
 # The guest's clock: by default instruction counting (-icount shift=0: one guest
@@ -118,11 +122,16 @@ icount) ICOUNT=(-icount shift=0,sleep=off) ;;
 wall) ICOUNT=() ;;
 *) echo "kernel.sh: BENCH_CLOCK is icount or wall" >&2; exit 2 ;;
 esac
+PLUGIN=()
+if [ -n "${BENCH_INSNS:-}" ]; then
+	gcc -O2 -shared -fPIC -Wall -Wextra -Werror -o "$WORK/insns.so" "$HERE/insns.c"
+	PLUGIN=(-plugin "$WORK/insns.so,out=$(realpath -m "$BENCH_INSNS")")
+fi
 t0=$(date +%s)
 set +e
 timeout "${QEMU_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg "${ICOUNT[@]}" -smp "$SMP" -m 1024 -nodefaults \
-	-display none -no-reboot -kernel "$WORK/bzImage" -initrd "$WORK/initramfs.cpio" \
-	-append "console=ttyS0 panic=-1 loglevel=4 kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB kbench.modes=$MODES kbench.first=$FIRST${PROFILE:+ kbench.profile=$PROFILE kbench.profile_modes=${BENCH_PROFILE_MODES:-deferred,sync}}" \
+	-display none -no-reboot -kernel "$WORK/bzImage" -initrd "$WORK/initramfs.cpio" "${PLUGIN[@]}" \
+	-append "console=ttyS0 panic=-1 loglevel=4 ${BENCH_INSNS:+nokaslr }kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB kbench.modes=$MODES kbench.first=$FIRST${PROFILE:+ kbench.profile=$PROFILE kbench.profile_modes=${BENCH_PROFILE_MODES:-deferred,sync}}" \
 	-serial "file:$WORK/console.log" -serial "file:$WORK/data.log" >"$WORK/qemu.log" 2>&1
 qrc=$?
 set -e
