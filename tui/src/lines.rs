@@ -9,7 +9,7 @@ use ustack_printer::group::{fmt_ts, header, status_note};
 use ustack_stitch::internal::shown;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
-use ustack_stitch::Status;
+use ustack_stitch::{cookie_label, Status};
 
 use crate::app::{DroppedBefore, EventDetail};
 
@@ -122,10 +122,7 @@ pub fn event(idx: &Index, d: &EventDetail, internal: bool) -> Vec<DetailLine> {
     out.push(DetailLine::Plain(d.info.clone()));
     if let Some(g) = d.group {
         let grp = &idx.stitched.groups[g];
-        let cookie = grp
-            .cookie
-            .map(|c| format!("cookie={c:x}"))
-            .unwrap_or_else(|| "sync".into());
+        let cookie = cookie_label(grp.cookie.map(|c| c.get()), grp.kind);
         out.push(DetailLine::Note {
             text: format!(
                 "group: {cookie} {} ({} events) - Enter shows it",

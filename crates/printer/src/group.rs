@@ -4,7 +4,7 @@
 
 use crate::frame::{format_frame, FrameStyle};
 use ustack_stitch::view::GroupDetail;
-use ustack_stitch::{GroupKind, Status};
+use ustack_stitch::{cookie_label, GroupKind, Status};
 
 /// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
 pub fn fmt_ts(ts: u64) -> String {
@@ -31,11 +31,7 @@ pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
 
 /// The header line: comm-pid, cookie, status, time span, counts.
 pub fn header(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> String {
-    let cookie = match (d.cookie, d.kind) {
-        (Some(c), _) => format!("cookie={c:x}"),
-        (None, GroupKind::Kernel) => "kernel".to_string(),
-        (None, _) => "sync".to_string(),
-    };
+    let cookie = cookie_label(d.cookie, d.kind);
     let mut h = format!(
         "{}-{} {} {} {}..{} events={} frames={}",
         d.comm,

@@ -61,6 +61,6 @@ pub mod trace;
 pub mod view;
 
 pub use crate::stitcher::{
-    EventRef, Group, GroupKind, Input, Loss, StackId, Stacks, Status, Stitched, Stitcher,
-    UserStackRef,
+    cookie_label, EventRef, Group, GroupKind, Input, Loss, StackId, Stacks, Status, Stitched,
+    Stitcher, UserStackRef,
 };

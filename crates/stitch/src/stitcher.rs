@@ -23,6 +23,15 @@
 //!   `user_unwind_cookie`s. Nothing else is needed inside one page, so
 //!   losses (whole pages, or stretches between pages) never attach a wrong
 //!   cookie.
+//! * A `user_unwind_stack` with `links` set stands for a page cookie of the
+//!   task's next kernel entry (kernel-patch 0024, "Links"): the kernel
+//!   events of its pid that follow it in the same page of the same CPU, up
+//!   to the pid's next page cookie there, belong to the kernel entry whose
+//!   stack has `prev` equal to its cookie. They wait in a linked group
+//!   until that stack comes (on any CPU); a stack of another `prev`, or the
+//!   end of the trace, leaves them without a stack. The kernel writes the
+//!   link only when nothing else of the task follows the stack in its
+//!   page, so `prev` names the kernel entry exactly, across any loss.
 //! * A `user_unwind_syscall` (the `user_unwind` tracer's system call entry)
 //!   is a kernel event with its own cookie: it joins the group of that
 //!   cookie, and no page cookie or cookie record gives it another.
@@ -174,6 +183,11 @@ pub enum Input<'a> {
         pid: i32,
         /// The cookie of the kernel entry.
         cookie: u64,
+        /// The cookie of the task's previous stack from the unwind
+        /// callback (0: none, or an older kernel without the field).
+        prev: u64,
+        /// The stack links the task's next kernel entry (see the rules).
+        links: bool,
         /// Return addresses, innermost first (may be empty).
         stack: &'a [u64],
     },
@@ -303,6 +317,18 @@ pub struct Group {
     pub loss_while_open: bool,
 }
 
+/// How a group is named in the report and the TUI: `cookie=<hex>`, or
+/// `cookie=?` for deferred events whose stack (and so their cookie) never
+/// came after a linking stack, `sync` or `kernel`.
+pub fn cookie_label(cookie: Option<u64>, kind: GroupKind) -> String {
+    match (cookie, kind) {
+        (Some(c), _) => format!("cookie={c:x}"),
+        (None, GroupKind::Deferred) => "cookie=?".to_string(),
+        (None, GroupKind::Sync) => "sync".to_string(),
+        (None, GroupKind::Kernel) => "kernel".to_string(),
+    }
+}
+
 /// Events dropped on one CPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loss {
@@ -424,6 +450,19 @@ struct TaskState {
     /// requests get the same cookie and no new stack, so their events join
     /// this group.
     done: Option<usize>,
+    /// The linked group (events that followed a linking stack) and the
+    /// cookie of that stack: the stack whose `prev` is it completes it.
+    linked: Option<(usize, NonZeroU64)>,
+    /// The loss epoch when `linked` was created.
+    linked_epoch: u64,
+}
+
+/// What covers the events of a pid in a page: a page cookie (its cookie,
+/// 0 for none) or a linking stack (its cookie).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cover {
+    PageCookie(u64),
+    Link(NonZeroU64),
 }
 
 /// Incremental stitcher: push inputs in time order, then finish.
@@ -432,9 +471,12 @@ pub struct Stitcher {
     out: Stitched,
     /// The last few kernel events of each CPU, newest last.
     cpus: HashMap<u32, Vec<Last>>,
-    /// Per CPU: its current page and the page cookies seen in it (pid,
-    /// cookie), newest last.
-    pages: HashMap<u32, (u64, Vec<(i32, u64)>)>,
+    /// Per CPU: its current page and what covers each pid there (page
+    /// cookies and linking stacks), newest last.
+    pages: HashMap<u32, (u64, Vec<(i32, Cover)>)>,
+    /// Linked groups merged into the group of their stack: left out at
+    /// the end.
+    merged: Vec<usize>,
     tasks: HashMap<i32, TaskState>,
     /// Incremented on every loss: a group opened at epoch `e` has seen a
     /// loss iff the epoch moved on.
@@ -451,15 +493,18 @@ impl Stitcher {
     pub fn push(&mut self, input: Input<'_>) {
         match input {
             Input::Kernel { seq, cpu, ts, pid } => {
-                self.recent(seq, cpu, ts, pid);
+                let i = self.recent(seq, cpu, ts, pid);
                 let covered = self
                     .pages
                     .get(&cpu)
                     .and_then(|(_, v)| v.iter().rev().find(|&&(p, _)| p == pid))
                     .map(|&(_, c)| c);
-                if let Some(c) = covered.filter(|&c| c != 0) {
-                    let i = self.cpus[&cpu].len() - 1;
-                    self.attach(cpu, ts, pid, c, Some(i));
+                match covered {
+                    Some(Cover::PageCookie(c)) if c != 0 => {
+                        self.attach(cpu, ts, pid, c, Some(i));
+                    }
+                    Some(Cover::Link(link)) => self.link(cpu, ts, pid, link, i),
+                    _ => {}
                 }
             }
             Input::EventCookie {
@@ -505,12 +550,24 @@ impl Stitcher {
             } => self.cookie(cpu, ts, pid, cookie),
             Input::UserStack {
                 seq,
+                cpu,
                 ts,
                 pid,
                 cookie,
+                prev,
+                links,
                 stack,
-                ..
-            } => self.user_stack(seq, ts, pid, cookie, stack),
+            } => {
+                let g = self.user_stack(seq, ts, pid, cookie, stack);
+                if let Some(g) = g {
+                    self.resolve_link(pid, prev, g);
+                }
+                if let (true, Some(c)) = (links, NonZeroU64::new(cookie)) {
+                    let list = &mut self.pages.entry(cpu).or_default().1;
+                    list.retain(|&(p, _)| p != pid);
+                    list.push((pid, Cover::Link(c)));
+                }
+            }
             Input::SyncUserStack {
                 seq,
                 cpu,
@@ -532,7 +589,10 @@ impl Stitcher {
         let mut open: Vec<(usize, u64)> = self
             .tasks
             .values()
-            .filter_map(|t| t.open.map(|g| (g, t.open_epoch)))
+            .flat_map(|t| {
+                let linked = t.linked.map(|(g, _)| (g, t.linked_epoch));
+                t.open.map(|g| (g, t.open_epoch)).into_iter().chain(linked)
+            })
             .collect();
         open.sort_unstable();
         for (g, epoch) in open {
@@ -551,6 +611,17 @@ impl Stitcher {
         // took its cookie first.
         for g in &mut self.out.groups {
             g.events.sort_by_key(|e| e.seq);
+        }
+        if !self.merged.is_empty() {
+            let mut keep = vec![true; self.out.groups.len()];
+            for &g in &self.merged {
+                keep[g] = false;
+            }
+            let mut i = 0;
+            self.out.groups.retain(|_| {
+                i += 1;
+                keep[i - 1]
+            });
         }
         self.out.groups.sort_by_key(|g| g.first_ts);
         self.out
@@ -655,7 +726,7 @@ impl Stitcher {
             return;
         }
         list.retain(|&(p, _)| p != pid);
-        list.push((pid, cookie));
+        list.push((pid, Cover::PageCookie(cookie)));
         // Earlier events of the task are not the ones a later cookie entry
         // follows.
         if let Some(recent) = self.cpus.get_mut(&cpu) {
@@ -736,11 +807,17 @@ impl Stitcher {
         g
     }
 
-    fn user_stack(&mut self, seq: u64, ts: u64, pid: i32, cookie: u64, stack: &[u64]) {
+    /// Gives a `user_unwind_stack` to its group and returns the group.
+    fn user_stack(
+        &mut self,
+        seq: u64,
+        ts: u64,
+        pid: i32,
+        cookie: u64,
+        stack: &[u64],
+    ) -> Option<usize> {
         // A stack with a zero cookie matches nothing and names no group.
-        let Some(cookie) = NonZeroU64::new(cookie) else {
-            return;
-        };
+        let cookie = NonZeroU64::new(cookie)?;
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
         let matches = |g: usize, out: &Stitched| {
@@ -757,6 +834,7 @@ impl Stitcher {
             t.open = None;
             t.prev = None;
             t.done = Some(g);
+            Some(g)
         } else if let Some(g) = state.prev.filter(|&g| matches(g, &self.out)) {
             // Late stack of the group closed just before: the cookie matches,
             // so it is safe to attach.
@@ -767,6 +845,7 @@ impl Stitcher {
             let t = self.tasks.entry(pid).or_default();
             t.prev = None;
             t.done = Some(g);
+            Some(g)
         } else {
             // The request side of this stack was lost. The task is back in
             // user space, so an open group of another cookie lost its stack.
@@ -775,6 +854,82 @@ impl Stitcher {
             let grp = &mut self.out.groups[g];
             grp.user_stack = Some(stack_ref);
             grp.status = Status::OrphanStack;
+            Some(g)
+        }
+    }
+
+    /// Puts recent event `i` of `cpu`, which follows a linking stack of
+    /// cookie `link` in its page, into the task's linked group for `link`.
+    fn link(&mut self, cpu: u32, ts: u64, pid: i32, link: NonZeroU64, i: usize) {
+        let epoch = self.loss_epoch;
+        let state = self.tasks.get(&pid).copied().unwrap_or_default();
+        let g = match state.linked {
+            Some((g, l)) if l == link => g,
+            older => {
+                // A new kernel entry: whatever waited for its stack before
+                // never got it.
+                self.close_lost(pid);
+                if let Some((g, _)) = older {
+                    self.out.groups[g].status = Status::StackLost;
+                }
+                let g = self.new_group(pid, GroupKind::Deferred, None, ts);
+                let t = self.tasks.entry(pid).or_default();
+                t.linked = Some((g, link));
+                t.linked_epoch = epoch;
+                g
+            }
+        };
+        let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) else {
+            return;
+        };
+        last.got_cookie = true;
+        let (ev, ev_ts) = (last.ev, last.ts);
+        let grp = &mut self.out.groups[g];
+        grp.first_ts = grp.first_ts.min(ev_ts);
+        grp.last_ts = grp.last_ts.max(ts);
+        grp.events.reserve_exact(1);
+        grp.events.push(ev);
+        let idx = grp.events.len() - 1;
+        self.place(cpu, i, (g, idx));
+    }
+
+    /// A stack of `pid` whose `prev` is `prev` went to group `g`: the
+    /// task's linked group waiting for it joins `g`.
+    fn resolve_link(&mut self, pid: i32, prev: u64, g: usize) {
+        let Some(t) = self.tasks.get_mut(&pid) else {
+            return;
+        };
+        let Some((l, _)) = t.linked.filter(|&(l, c)| c.get() == prev && l != g) else {
+            return;
+        };
+        t.linked = None;
+        let linked_epoch = t.linked_epoch;
+        let from = std::mem::take(&mut self.out.groups[l].events);
+        let (first, last) = (self.out.groups[l].first_ts, self.out.groups[l].last_ts);
+        let base = self.out.groups[g].events.len();
+        let grp = &mut self.out.groups[g];
+        grp.events.extend_from_slice(&from);
+        grp.first_ts = grp.first_ts.min(first);
+        grp.last_ts = grp.last_ts.max(last);
+        grp.loss_while_open |= linked_epoch != self.loss_epoch;
+        // Its request side is the linked events.
+        if grp.status == Status::OrphanStack {
+            grp.status = Status::Complete;
+            if let Some(t) = self.tasks.get_mut(&pid) {
+                t.open = None;
+                t.done = Some(g);
+            }
+        }
+        self.merged.push(l);
+        // Kernel stacks still to come for recent events go to `g`.
+        for recent in self.cpus.values_mut() {
+            for slot in recent.iter_mut().flat_map(|r| r.placed.iter_mut()) {
+                if let Some((pg, j)) = *slot {
+                    if pg == l {
+                        *slot = Some((g, base + j));
+                    }
+                }
+            }
         }
     }
 

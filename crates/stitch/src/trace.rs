@@ -112,12 +112,20 @@ impl SpecialEvents {
                 return plain;
             };
             *scratch = stack;
+            // Kernels before links (kernel-patch 0024) have neither field.
+            let field = |name| match f.field(name) {
+                Some(_) => rec.u64_field(f, name).unwrap_or(0),
+                None => 0,
+            };
+            let (prev, links) = (field("prev"), field("links") != 0);
             return Input::UserStack {
                 seq,
                 cpu,
                 ts,
                 pid,
                 cookie,
+                prev,
+                links,
                 stack: scratch,
             };
         }

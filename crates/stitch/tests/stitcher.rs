@@ -22,6 +22,8 @@ fn us(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64, stack: &'static [u64])
         ts,
         pid,
         cookie,
+        prev: 0,
+        links: false,
         stack,
     }
 }
