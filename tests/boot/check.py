@@ -183,17 +183,19 @@ def dump(files, prefix):
 
 def collect(d, cf, sf):
     """Attribute events to cookie entries (rawtrace.attribute: page cookies of the
-    option, cookie entries after an event); index stack events by (pid, cookie)."""
+    option, cookie entries after an event, linking stack entries resolved by their
+    successor's prev); index stack events by (pid, cookie)."""
     pairs, strays = [], []
     pf = d.fmt("ftrace", "user_unwind_page_cookie")
     for c in d.cpus:
-        p, s = rawtrace.attribute(c, cf, pf)
+        p, s = rawtrace.attribute(c, cf, pf, sf)
         pairs += p
         strays += s
     stacks = {}
     for e in d.merged():
         if e.fmt is sf:
             stacks.setdefault((e.pid, e["cookie"]), []).append(e)
+    pairs = rawtrace.resolve_links(pairs, [s for v in stacks.values() for s in v], sf)
     return pairs, strays, stacks
 
 
@@ -355,6 +357,12 @@ def case_option_raw(ctx, files):
         seen[c] = ent
     sched = sum(1 for ent in entries for e in ent if e.name == "sched_switch")
     ctx.diag(f"{n} syscalls, {len(mine)} events of pid {pid} ({sched} sched_switch), all paired")
+    # a loop of system calls: most entries follow the stack entry of the one
+    # before in the same page, which stands for their page cookie (0024)
+    if "links" in sf.fields:
+        linked = sum(1 for ent in entries if paired[id(ent[0])].fmt is sf)
+        ctx.diag(f"{linked} of {n} syscalls linked to the stack entry before them")
+        expect(linked > 0, "no system call linked to the stack entry of the one before")
     expect(sched > 0, "no sched_switch inside the nanosleep syscalls")
     all_cookies = {c["cookie"] for e, c in pairs if e.pid == pid}
     my_stacks = {k: v for k, v in stacks.items() if k[0] == pid}
@@ -527,8 +535,11 @@ def loss_attribution(ctx, files, prefix, truth_file, mode):
         for st in stacks.get((pid, c), []):
             check_frames(ctx.syms, sf, st, FLOOD)
     expect(len(owner) > 10, f"{mode}: only {len(owner)} getpid entries checked against the markers")
+    via = {id(e): c for e, c in pairs}
+    linked = sum(1 for e in mine if getattr(via.get(id(e)), "fmt", None) is sf)
     ctx.diag(f"{mode}: loss {lost}, {len(markers)}/{n} markers, {attributed} getpid events attributed "
-             f"({len(owner)} entries checked, one cookie each, none shared), {unattributed} unattributed")
+             f"({linked} through a linking stack; {len(owner)} entries checked, one cookie each, none "
+             f"shared), {unattributed} unattributed")
     return attributed, unattributed
 
 
@@ -702,20 +713,15 @@ def case_trace_cmd(ctx, files):
     text = tc_report(files, "o", what)
     t = truth(files, "truth-o.txt")
     pid, n = t["pid"], int(t["iterations"])
-    cookies = []
-    for line in text.splitlines():
-        m = re.search(COOKIE_LINE, line)
-        if not m or m.group(1) != pid or m.group(2) == "user_unwind_stack":
-            continue
-        c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
-        expect(c, f"{what}: no cookie= in {line.strip()!r}")
-        if int(c.group(1), 16) == 0:
-            continue  # a page cookie of no kernel entry
-        cookies.append(int(c.group(1), 16))
+    # kernel entries: cookie lines, or a stack line linked to the one before
+    lines = {c: v for (p, c), v in cookie_lines(text).items() if p == int(pid)}
+    cookies = [c for c, v in lines.items() if v[0] or v[2]]
+    linked = sum(1 for v in lines.values() if v[2])
     stack_cookies = tc_stack_cookies(text, pid, what)
-    ctx.diag(f"{what}: {len(cookies)} cookie and {len(stack_cookies)} stack events of ustest")
-    expect(len(cookies) >= n, f"{what}: {len(cookies)} cookie events, ustest made {n} nanosleeps")
-    missing = [hex(c) for c in set(cookies) if stack_cookies.count(c) != 1]
+    ctx.diag(f"{what}: {len(cookies)} kernel entries of ustest ({linked} linked) and "
+             f"{len(stack_cookies)} stack events")
+    expect(len(cookies) >= n, f"{what}: {len(cookies)} kernel entries with a cookie, ustest made {n} nanosleeps")
+    missing = [hex(c) for c in cookies if stack_cookies.count(c) != 1]
     expect(not missing, f"{what}: cookies without exactly one stack event: {missing[:3]}")
 
 
@@ -801,7 +807,7 @@ def tracer_cli_syscalls(ctx, files):
     expect(len(sleeps) == n, f"{len(sleeps)} nanosleep groups, ustest made {n}")
     for g in sleeps:
         expect_chain(group_frames(ctx, g), CHAIN, what=f"cookie {g['cookie']}: ")
-    expect(len(tc) == len(groups) and all(v == [0, 1] for v in tc.values()),
+    expect(len(tc) == len(groups) and all(v[:2] == [0, 1] for v in tc.values()),
            f"trace-cmd sees {len(tc)} cookies with stacks, tracer-cli {len(groups)} groups")
     ctx.diag(f"tracer-cli record -p user_unwind -F: {len(groups)} system calls of pid {pid}, "
              f"each one complete group; {n} nanosleep on {CHAIN}")
@@ -853,11 +859,18 @@ def load_report(files):
 
 
 def tc_cookies(files):
-    """trace-cmd report of tracer-cli's file: {(pid, cookie): [n cookie lines, n stack lines]}"""
+    """trace-cmd report of tracer-cli's file: {(pid, cookie): [n cookie lines, n stack lines,
+    linked]}; linked: its stack line's prev= names a stack line of the task with links=1
+    (kernel-patch 0024: that stack stands for the entry's page cookie)"""
     rc_ok(files, "tc-report", "trace-cmd report of tracer-cli's trace.dat")
     text = files.get("tc-report.txt", b"").decode("utf-8", "replace")
     expect("FAILED TO PARSE" not in text, "trace-cmd report: [FAILED TO PARSE]")
-    out = {}
+    return cookie_lines(text), text
+
+
+def cookie_lines(text):
+    """The cookie, page cookie and stack lines of a trace-cmd report, as tc_cookies()."""
+    out, prevs, linking = {}, {}, set()
     for line in text.splitlines():
         m = re.search(COOKIE_LINE, line)
         if not m:
@@ -867,8 +880,16 @@ def tc_cookies(files):
         k = (int(m.group(1)), int(c.group(1), 16))
         if k[1] == 0:
             continue  # a page cookie of no kernel entry
-        out.setdefault(k, [0, 0])[1 if m.group(2) == "user_unwind_stack" else 0] += 1
-    return out, text
+        stack = m.group(2) == "user_unwind_stack"
+        out.setdefault(k, [0, 0, False])[1 if stack else 0] += 1
+        link = re.search(r"prev=(?:0x)?([0-9a-fA-F]+) links=(\d)", m.group(3)) if stack else None
+        if link:
+            prevs[k] = (k[0], int(link.group(1), 16))
+            if link.group(2) == "1":
+                linking.add(k)
+    for k, p in prevs.items():
+        out[k][2] = p in linking
+    return out
 
 
 def group_frames(ctx, g):
@@ -898,10 +919,10 @@ def syscall_nr(ev):
 def check_pairing(g, tc):
     """A stack may be attached only when trace-cmd sees the same cookie paired."""
     cookie = int(g["cookie"], 16)
-    n = tc.get((g["pid"], cookie), [0, 0])
-    expect(g["cookie_events"] >= 1, f"group {g['cookie']} complete without cookie events")
-    expect(n[0] >= 1 and n[1] == 1, f"pid {g['pid']} cookie {g['cookie']}: trace-cmd shows {n[0]} cookie "
-           f"and {n[1]} stack events, yet tracer-cli attached a stack")
+    n = tc.get((g["pid"], cookie), [0, 0, False])
+    expect(g["cookie_events"] >= 1 or n[2], f"group {g['cookie']} complete without cookie events or a link")
+    expect((n[0] >= 1 or n[2]) and n[1] == 1, f"pid {g['pid']} cookie {g['cookie']}: trace-cmd shows {n[0]} "
+           f"cookie and {n[1]} stack events (linked: {n[2]}), yet tracer-cli attached a stack")
 
 
 def case_tc_record(ctx, files):
@@ -935,7 +956,8 @@ def case_tc_record(ctx, files):
         expect(core and core[0] == "sys_enter" and core[-1] == "sys_exit", f"group {g['cookie']}: events {names}")
         # one page cookie per kernel entry and page (plus a cookie entry after an event that
         # landed in another page than its page cookie): never more than the events
-        expect(1 <= g["cookie_events"] <= len(g["events"]), f"group {g['cookie']}: {g['cookie_events']} "
+        linked = tc.get((pid, int(g["cookie"], 16)), [0, 0, False])[2]
+        expect(int(not linked) <= g["cookie_events"] <= len(g["events"]), f"group {g['cookie']}: {g['cookie_events']} "
                f"cookie entries for {len(g['events'])} events")
         expect_chain(group_frames(ctx, g), CHAIN, what=f"cookie {g['cookie']}: ")
         check_pairing(g, tc)

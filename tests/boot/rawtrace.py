@@ -276,7 +276,7 @@ def cookie_pairs(cpu_data, cookie_fmt):
     return pairs, strays
 
 
-def attribute(cpu_data, cookie_fmt, page_fmt=None):
+def attribute(cpu_data, cookie_fmt, page_fmt=None, stack_fmt=None):
     """Per CPU, the cookie entry every event belongs to (kernel-patch 0008,
     "Stitching by cookie"):
 
@@ -286,13 +286,18 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None):
     * otherwise an event belongs to the last ``user_unwind_page_cookie`` of its
       task before it in the same ring-buffer page (the dump's page, as read);
       a zero cookie means none, and a page cookie of pid 0 with cookie 0 ends
-      every task's page cookie in that page.
+      every task's page cookie in that page;
+    * a ``user_unwind_stack`` with ``links`` set (kernel-patch 0024) counts as
+      such a page cookie of its task for the kernel entry whose stack has
+      ``prev`` equal to its cookie: those events pair with a ``Link``, which
+      resolve_links() turns into that stack.
 
-    Returns (pairs, strays): pairs = [(event, cookie or page cookie event)] for
-    the events with a non-zero cookie, strays = cookie events with no preceding
-    event of the same task."""
+    Returns (pairs, strays): pairs = [(event, cookie or page cookie event, or
+    Link)] for the events with a non-zero cookie, strays = cookie events with no
+    preceding event of the same task."""
     by_event, strays = {}, []
     cur, page, prev = {}, None, None
+    links = stack_fmt is not None and "links" in stack_fmt.fields
     for e in cpu_data.events:
         pg = e.pos // cpu_data.page_size
         if pg != page:
@@ -307,6 +312,9 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None):
                 cur = {}
             else:
                 cur[e.pid] = e
+        elif e.fmt is stack_fmt:
+            if links and e["links"] and e["cookie"]:
+                cur[e.pid] = Link(e.pid, e["cookie"])
         else:
             pc = cur.get(e.pid)
             if pc is not None and pc["cookie"] != 0:
@@ -315,6 +323,42 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None):
     pairs = [p for p in by_event.values() if p[1]["cookie"] != 0]
     pairs.sort(key=lambda p: p[0].seq)
     return pairs, strays
+
+
+class Link:
+    """The cover of a linking stack entry: the events it covers belong to the
+    stack of ``pid`` whose ``prev`` is ``cookie``."""
+
+    __slots__ = ("pid", "link")
+
+    def __init__(self, pid, link):
+        self.pid, self.link = pid, link
+
+    def __getitem__(self, field):
+        # a non-zero placeholder until resolve_links()
+        return self.link
+
+    def __repr__(self):
+        return f"<link pid={self.pid} after {self.link:#x}>"
+
+
+def resolve_links(pairs, stack_events, stack_fmt):
+    """Replaces each Link of pairs by the stack entry of its task whose prev is
+    the link's cookie; drops the pairs whose stack is not in the trace."""
+    if stack_fmt is None or "prev" not in stack_fmt.fields:
+        return [p for p in pairs if not isinstance(p[1], Link)]
+    by_prev = {}
+    for s in stack_events:
+        if s["prev"]:
+            by_prev.setdefault((s.pid, s["prev"]), s)
+    out = []
+    for e, c in pairs:
+        if isinstance(c, Link):
+            c = by_prev.get((c.pid, c.link))
+            if c is None:
+                continue
+        out.append((e, c))
+    return out
 
 
 class Symbols:

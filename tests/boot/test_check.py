@@ -258,6 +258,33 @@ class Attribution(unittest.TestCase):
         ])
         self.assertEqual(got, ([(1, 0xA)], 0))
 
+    SF = fmt("user_unwind_stack", 22, ["cookie", "prev", "links"])
+
+    def test_linking_stacks_stand_for_the_next_entry_page_cookie(self):
+        c = rawtrace.CpuData(0, 4096)
+
+        def add(page, f, pid, *vals):
+            seq = len(c.events)
+            data = struct.pack("<HHi", f.id, 0, pid) + b"".join(struct.pack("<Q", v) for v in vals)
+            c.events.append(rawtrace.Event(0, seq, f, data, seq, page * 4096 + 16 + seq * 40))
+            return c.events[-1]
+
+        add(0, self.PF, 42, 0xA)
+        add(0, self.EV, 42, 1)  # 1: page cookie A
+        s_a = add(0, self.SF, 42, 0xA, 0, 1)
+        add(0, self.EV, 42, 1)  # 3: linked to A's successor
+        add(0, self.EV, 43, 1)  # 4: another task, uncovered
+        s_b = add(1, self.SF, 42, 0xB, 0xA, 1)
+        add(1, self.EV, 42, 1)  # 6: new page, uncovered
+        s_late = add(1, self.SF, 42, 0xC, 0, 0)
+        add(1, self.EV, 42, 1)  # 8: a stack without links covers nothing
+        pairs, strays = rawtrace.attribute(c, self.CF, self.PF, self.SF)
+        resolved = rawtrace.resolve_links(pairs, [s_a, s_b, s_late], self.SF)
+        self.assertEqual([(e.seq, p["cookie"]) for e, p in resolved], [(1, 0xA), (3, 0xB)])
+        self.assertEqual(strays, [])
+        # the successor's stack was lost: the linked event has no cookie
+        self.assertEqual([e.seq for e, _ in rawtrace.resolve_links(pairs, [s_a], self.SF)], [1])
+
     def test_zero_and_reset_page_cookies_end_coverage(self):
         got = self.attributed([
             (0, self.PF, 42, 0xA), (0, self.PF, 43, 0xB), (0, self.PF, 42, 0),
