@@ -600,6 +600,36 @@ def case_exit_raw(ctx, files):
     ctx.diag(f"{len(children)} exiting children, each with one stack event ({empty} empty)")
 
 
+def case_deep_stack(ctx, files):
+    """A stack deeper than a sub-buffer holds: the one stack entry of the kernel entry
+    holds exactly the innermost frames that fit in a ring-buffer event (0021 asks for
+    the largest event size only for such stacks)."""
+    t = truth(files)
+    pid, depth = int(t["pid"]), int(t["depth"])
+    d, cf, sf = dump(files, "c16")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    pairs, _, stacks = collect(d, cf, sf)
+    mine = [(e, c) for e, c in pairs if e.pid == pid and e.name == "sys_enter"]
+    expect(len(mine) == 1, f"{len(mine)} getppid entries with a cookie, expected 1")
+    st = stacks.get((pid, mine[0][1]["cookie"]), [])
+    expect(len(st) == 1, f"{len(st)} stack entries for the cookie of getppid")
+    frames = sf.u64_array(st[0].data, "stack")
+    # the entry's fixed part ends where its array begins (__data_loc offset)
+    loc = sf.fields["stack"]
+    header = int.from_bytes(st[0].data[loc.offset : loc.offset + 2], "little")
+    # largest payload of an event: a sub-buffer less its 16-byte header, the
+    # event header and the length word (ring_buffer_max_event_size())
+    fit = (d.cpus[0].page_size - 16 - 8 - header) // 8
+    ctx.diag(f"depth {depth}: {len(frames)} frames stored, {fit} fit in an event "
+             f"of a {d.cpus[0].page_size}-byte sub-buffer")
+    expect(depth + 3 > fit, f"the stack of depth {depth} fits whole: the case tests nothing")
+    expect(len(frames) == fit, f"{len(frames)} frames stored, {fit} fit")
+    names = ctx.syms.frames(frames)
+    expected = ["deep_leaf"] + ["deep_level"] * (fit - 1)
+    expect(names == expected, f"frames {names[:3]}...{names[-2:]}, expected deep_leaf then "
+           f"{fit - 1} x deep_level")
+
+
 def case_stress(ctx, files):
     loops = files.get("loops.txt", b"").decode()
     m = re.search(r"stress_rc=(\d+) loops=(\d+) fails=(\d+)", loops)
@@ -1262,6 +1292,7 @@ CASES = [
     ("13-tracer-cli-symbolize", "tracer_cli_symbolize_ground_truth", lambda c, f: symcheck.case(c, f, expect, CaseFail)),
     ("14-fanout", "fanout_100_instances_toggle_storm", case_fanout),
     ("15-tracer-syscalls", "tracer_user_unwind_syscall_stacks", case_tracer_syscalls),
+    ("16-deep-stack", "deep_stack_keeps_innermost_frames", case_deep_stack),
 ]
 
 

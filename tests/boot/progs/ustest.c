@@ -22,6 +22,8 @@
  *                         chain 3 (each prints its own chain line); FILE gets "I PID" per
  *                         child (written whole, by rename) before the parent waits: the
  *                         caller can set up a filter per child pid, then release them all
+ *   ustest deep N         main -> do_deep -> deep_level x N -> deep_leaf: one getppid, from
+ *                         a user stack deeper than a ring buffer sub-buffer holds
  *   ustest signal N       main -> do_signal -> sig_level1 -> sig_raise: N x kill(self,
  *                         SIGUSR1), handled; the signal is delivered on the way back
  *                         from kill, after the deferred unwind ran (requests then are late)
@@ -100,6 +102,30 @@ NOINL int do_chain(int n)
 {
 	sink = chain_level1(n);
 	printf("ustest chain pid=%d iterations=%d syscall=%d\n", getpid(), n, SYS_nanosleep);
+	return 0;
+}
+
+/* ---- deep ---- */
+NOINL long deep_leaf(void)
+{
+	long r = sys2(SYS_getppid, 0, 0);
+
+	after_syscall(r);
+	return r;
+}
+
+NOINL long deep_level(int n)
+{
+	long r = n ? deep_level(n - 1) : deep_leaf();
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL int do_deep(int n)
+{
+	sink = deep_level(n);
+	printf("ustest deep pid=%d depth=%d syscall=%d\n", getpid(), n, SYS_getppid);
 	return 0;
 }
 
@@ -417,6 +443,8 @@ int main(int argc, char **argv)
 		return do_stress(n);
 	if (!strcmp(argv[1], "maps") && argc > 3)
 		return do_maps(n, argv[3]);
+	if (!strcmp(argv[1], "deep"))
+		return do_deep(n);
 	if (!strcmp(argv[1], "signal"))
 		return do_signal(n);
 	if (!strcmp(argv[1], "gang") && argc > 3)
