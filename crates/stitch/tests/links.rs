@@ -58,6 +58,18 @@ fn lost(cpu: u32, ts: u64) -> Input<'static> {
     }
 }
 
+/// Stitches `rest` after the first kernel entry of P on CPU 0 (page 1): a
+/// page cookie 0xc1, event 1, and its linking stack (seq 2).
+fn after_first_entry<const N: usize>(rest: [Input<'static>; N]) -> Stitched {
+    let first = [
+        page(0, 1),
+        pc(0, 0, 10, 0xc1),
+        k(1, 0, 11),
+        st(2, 0, 12, 0xc1, 0, true),
+    ];
+    stitch(first.into_iter().chain(rest))
+}
+
 /// (cookie, status, event seqs, has a stack) per group, in time order.
 fn groups(s: &Stitched) -> Vec<(Option<u64>, Status, Vec<u64>, bool)> {
     s.groups
@@ -125,11 +137,7 @@ fn a_lost_stack_leaves_the_linked_events_without_one() {
     // The stack of the linked entry (prev 0xc1) is lost with CPU 1's
     // pages; the next stack names 0xc2 as its previous one, so the events
     // after the link are not its events.
-    let s = stitch([
-        page(0, 1),
-        pc(0, 0, 10, 0xc1),
-        k(1, 0, 11),
-        st(2, 0, 12, 0xc1, 0, true),
+    let s = after_first_entry([
         k(3, 0, 20),
         lost(1, 30),
         page(0, 2),
@@ -151,11 +159,7 @@ fn a_lost_stack_leaves_the_linked_events_without_one() {
 fn events_before_a_loss_find_their_stack_after_it() {
     // A loss between the linked events and their stack (on this CPU) does
     // not matter: prev names the kernel entry.
-    let s = stitch([
-        page(0, 1),
-        pc(0, 0, 10, 0xc1),
-        k(1, 0, 11),
-        st(2, 0, 12, 0xc1, 0, true),
+    let s = after_first_entry([
         k(3, 0, 20),
         k(4, 0, 21),
         lost(0, 30),
@@ -177,11 +181,7 @@ fn an_event_that_spills_into_the_next_page_joins_by_its_cookie() {
     // The first events follow the link; the last one landed in the next
     // page, so a cookie entry follows it, then a page cookie covers the
     // rest of the entry there.
-    let s = stitch([
-        page(0, 1),
-        pc(0, 0, 10, 0xc1),
-        k(1, 0, 11),
-        st(2, 0, 12, 0xc1, 0, true),
+    let s = after_first_entry([
         k(3, 0, 20),
         page(0, 2),
         k(4, 0, 21),
@@ -201,11 +201,7 @@ fn an_event_that_spills_into_the_next_page_joins_by_its_cookie() {
 
 #[test]
 fn a_link_covers_nothing_past_its_page_or_another_page_cookie() {
-    let s = stitch([
-        page(0, 1),
-        pc(0, 0, 10, 0xc1),
-        k(1, 0, 11),
-        st(2, 0, 12, 0xc1, 0, true),
+    let s = after_first_entry([
         // the kernel entry went on after the callback: a page cookie again
         pc(3, 0, 13, 0xc1),
         k(4, 0, 14),
@@ -243,13 +239,7 @@ fn a_stack_without_links_leaves_the_cover_as_it_was() {
 
 #[test]
 fn a_linked_entry_whose_stack_never_comes_is_pending() {
-    let s = stitch([
-        page(0, 1),
-        pc(0, 0, 10, 0xc1),
-        k(1, 0, 11),
-        st(2, 0, 12, 0xc1, 0, true),
-        k(3, 0, 20),
-    ]);
+    let s = after_first_entry([k(3, 0, 20)]);
     assert_eq!(
         groups(&s),
         vec![
