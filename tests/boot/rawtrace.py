@@ -290,7 +290,9 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None, stack_fmt=None):
     * a ``user_unwind_stack`` with ``links`` set (kernel-patch 0024) counts as
       such a page cookie of its task for the kernel entry whose stack has
       ``prev`` equal to its cookie: those events pair with a ``Link``, which
-      resolve_links() turns into that stack.
+      resolve_links() turns into that stack;
+    * the ``ftrace`` system's other records (``print`` from trace_marker,
+      function entries) ask for no stack: no page cookie or link covers them.
 
     Returns (pairs, strays): pairs = [(event, cookie or page cookie event, or
     Link)] for the events with a non-zero cookie, strays = cookie events with no
@@ -315,6 +317,8 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None, stack_fmt=None):
         elif e.fmt is stack_fmt:
             if links and e["links"] and e["cookie"]:
                 cur[e.pid] = Link(e.pid, e["cookie"])
+        elif e.fmt is not None and e.fmt.system == "ftrace":
+            pass  # print, function...: they ask for no stack, nothing covers them
         else:
             pc = cur.get(e.pid)
             if pc is not None and pc["cookie"] != 0:

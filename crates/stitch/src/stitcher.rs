@@ -32,6 +32,9 @@
 //!   end of the trace, leaves them without a stack. The kernel writes the
 //!   link only when nothing else of the task follows the stack in its
 //!   page, so `prev` names the kernel entry exactly, across any loss.
+//! * The `ftrace` system's own records (`print`, function entries) never
+//!   ask for a stack ([`Input::Unrequested`]): no cover or cookie record is
+//!   theirs, only a stock `kernel_stack` or `user_stack` after them.
 //! * A `user_unwind_syscall` (the `user_unwind` tracer's system call entry)
 //!   is a kernel event with its own cookie: it joins the group of that
 //!   cookie, and no page cookie or cookie record gives it another.
@@ -111,6 +114,21 @@ impl Stacks {
 pub enum Input<'a> {
     /// Any traced event that is not one of the special ones below.
     Kernel {
+        /// Caller's handle.
+        seq: u64,
+        /// CPU buffer the record came from.
+        cpu: u32,
+        /// Timestamp.
+        ts: u64,
+        /// Task.
+        pid: i32,
+    },
+    /// A record of the `ftrace` system that is no special one (`print`
+    /// from `trace_marker`, function tracer entries): it never asks for a
+    /// deferred stack, so no page cookie or linking stack covers it and no
+    /// cookie record follows it. A `kernel_stack` or stock `user_stack`
+    /// record may still follow it.
+    Unrequested {
         /// Caller's handle.
         seq: u64,
         /// CPU buffer the record came from.
@@ -505,6 +523,12 @@ impl Stitcher {
                     }
                     Some(Cover::Link(link)) => self.link(cpu, ts, pid, link, i),
                     _ => {}
+                }
+            }
+            Input::Unrequested { seq, cpu, ts, pid } => {
+                let i = self.recent(seq, cpu, ts, pid);
+                if let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) {
+                    last.got_cookie = true;
                 }
             }
             Input::EventCookie {

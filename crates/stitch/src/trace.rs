@@ -26,6 +26,9 @@ pub struct SpecialEvents {
     syscall: Option<EventFormat>,
     user_stack: Option<EventFormat>,
     kernel_stack: Option<EventFormat>,
+    /// Ids of the `ftrace` system's other records (`print`, `function`...):
+    /// they never ask for a stack.
+    unrequested: Vec<u16>,
 }
 
 impl SpecialEvents {
@@ -45,10 +48,14 @@ impl SpecialEvents {
                 "user_unwind_syscall" => &mut s.syscall,
                 "user_stack" => &mut s.user_stack,
                 "kernel_stack" => &mut s.kernel_stack,
-                _ => continue,
+                _ => {
+                    s.unrequested.push(f.id);
+                    continue;
+                }
             };
             *slot = Some(f.clone());
         }
+        s.unrequested.sort_unstable();
         s
     }
 
@@ -66,13 +73,14 @@ impl SpecialEvents {
 
     /// Maps one record to a stitcher input. Stacks are decoded into
     /// `scratch`. A special record that does not decode (truncated, missing
-    /// field) becomes a plain [`Input::Kernel`], so that bad data never
+    /// field) becomes an [`Input::Unrequested`], so that bad data never
     /// attaches anything.
     pub fn input<'s>(&self, seq: u64, rec: &Record<'_>, scratch: &'s mut Vec<u64>) -> Input<'s> {
         let cpu = rec.cpu;
         let ts = rec.ts;
         let pid = rec.common_pid().unwrap_or(-1);
-        let plain = Input::Kernel { seq, cpu, ts, pid };
+        // Nothing attaches to a record that does not decode.
+        let plain = Input::Unrequested { seq, cpu, ts, pid };
         let Some(id) = rec.common_type() else {
             return plain;
         };
@@ -169,7 +177,11 @@ impl SpecialEvents {
                 stack: scratch,
             };
         }
-        plain
+        if self.unrequested.binary_search(&id).is_ok() {
+            plain
+        } else {
+            Input::Kernel { seq, cpu, ts, pid }
+        }
     }
 }
 

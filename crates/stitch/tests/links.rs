@@ -248,3 +248,33 @@ fn a_linked_entry_whose_stack_never_comes_is_pending() {
         ]
     );
 }
+
+#[test]
+fn an_ftrace_record_of_the_task_is_never_covered() {
+    // A trace_marker write after the linking stack is a kernel entry that
+    // asked for no stack: neither the link nor a page cookie names it.
+    let s = after_first_entry([
+        Input::Unrequested {
+            seq: 3,
+            cpu: 0,
+            ts: 15,
+            pid: P,
+        },
+        k(4, 0, 20),
+        pc(5, 0, 21, 0xc2),
+        Input::Unrequested {
+            seq: 6,
+            cpu: 0,
+            ts: 22,
+            pid: P,
+        },
+        st(7, 0, 30, 0xc2, 0xc1, true),
+    ]);
+    assert_eq!(
+        groups(&s),
+        vec![
+            (Some(0xc1), Status::Complete, vec![1], true),
+            (Some(0xc2), Status::Complete, vec![4], true),
+        ]
+    );
+}
