@@ -72,10 +72,13 @@ def bench_tables(runs, frames, n):
     out.append("|---|---|---|---|---|---|")
     for d in depths:
         for e in evs:
+            # a run of some modes only (BENCH_MODES) leaves the others' cells empty
+            none = ns.get((d, e, "none"))
             row = [f"{d} ({fr.get((d, 'sync'), '?')} / {fr.get((d, 'deferred'), '?')})", str(e),
-                   f"{ns[(d, e, 'none')]:.0f}"]
+                   "-" if none is None else f"{none:.0f}"]
             for m in MODES[1:]:
-                row.append(f"{ns[(d, e, m)]:.0f} / {by[(d, e, m)]:.0f} B")
+                k = (d, e, m)
+                row.append(f"{ns[k]:.0f} / {by[k]:.0f} B" if k in ns else "-")
             out.append("| " + " | ".join(row) + " |")
     out.append("")
     out.append("Goals of issue 11 section 7, as ratios of the medians above (deferred / sync):")
@@ -86,6 +89,8 @@ def bench_tables(runs, frames, n):
     for d in depths:
         fs, fd = fr.get((d, "sync")), fr.get((d, "deferred"))
         for e in evs:
+            if any((d, e, m) not in ns for m in ("sync", "deferred", "events")):
+                continue
             s, df, ev = ns[(d, e, "sync")], ns[(d, e, "deferred")], ns[(d, e, "events")]
             add_s, add_d = s - ev, df - ev
             # frames written into the ring buffer per kernel entry: one synchronous stack per
