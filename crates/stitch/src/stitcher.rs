@@ -587,9 +587,7 @@ impl Stitcher {
                     self.resolve_link(pid, prev, g);
                 }
                 if let (true, Some(c)) = (links, NonZeroU64::new(cookie)) {
-                    let list = &mut self.pages.entry(cpu).or_default().1;
-                    list.retain(|&(p, _)| p != pid);
-                    list.push((pid, Cover::Link(c)));
+                    self.cover(cpu, pid, Cover::Link(c));
                 }
             }
             Input::SyncUserStack {
@@ -744,13 +742,11 @@ impl Stitcher {
     }
 
     fn page_cookie(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64) {
-        let list = &mut self.pages.entry(cpu).or_default().1;
         if pid == 0 && cookie == 0 {
-            list.clear();
+            self.pages.entry(cpu).or_default().1.clear();
             return;
         }
-        list.retain(|&(p, _)| p != pid);
-        list.push((pid, Cover::PageCookie(cookie)));
+        self.cover(cpu, pid, Cover::PageCookie(cookie));
         // Earlier events of the task are not the ones a later cookie entry
         // follows.
         if let Some(recent) = self.cpus.get_mut(&cpu) {
@@ -809,26 +805,38 @@ impl Stitcher {
     /// `(pid, cookie)` (`cookie` is not zero) and returns the group.
     fn attach(&mut self, cpu: u32, ts: u64, pid: i32, cookie: u64, picked: Option<usize>) -> usize {
         let cookie = NonZeroU64::new(cookie).expect("attach: zero cookie");
-        let event = picked.and_then(|i| {
-            let last = self.cpus.get_mut(&cpu)?.get_mut(i)?;
-            last.got_cookie = true;
-            Some((last.ev, last.ts))
-        });
         let g = self.join(ts, pid, cookie);
-        let grp = &mut self.out.groups[g];
-        if let Some((ev, ev_ts)) = event {
-            grp.first_ts = grp.first_ts.min(ev_ts);
-            // Most groups hold 1 to 3 events: grow by one instead of to
-            // the default 4 (a trace of 150,000 groups keeps about 5 MB
-            // less, report --stacks and the TUI hold every group).
-            grp.events.reserve_exact(1);
-            grp.events.push(ev);
-            let idx = grp.events.len() - 1;
-            if let Some(i) = picked {
-                self.place(cpu, i, (g, idx));
-            }
+        if let Some(i) = picked {
+            self.add_event(cpu, i, g);
         }
         g
+    }
+
+    /// Puts recent event `i` of `cpu` (if it is still there) into group
+    /// `g`; no cookie record takes it after that.
+    fn add_event(&mut self, cpu: u32, i: usize, g: usize) {
+        let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) else {
+            return;
+        };
+        last.got_cookie = true;
+        let (ev, ev_ts) = (last.ev, last.ts);
+        let grp = &mut self.out.groups[g];
+        grp.first_ts = grp.first_ts.min(ev_ts);
+        // Most groups hold 1 to 3 events: grow by one instead of to the
+        // default 4 (a trace of 150,000 groups keeps about 5 MB less,
+        // report --stacks and the TUI hold every group).
+        grp.events.reserve_exact(1);
+        grp.events.push(ev);
+        let idx = grp.events.len() - 1;
+        self.place(cpu, i, (g, idx));
+    }
+
+    /// Makes `cover` what covers the following events of `pid` in the
+    /// current page of `cpu`.
+    fn cover(&mut self, cpu: u32, pid: i32, cover: Cover) {
+        let list = &mut self.pages.entry(cpu).or_default().1;
+        list.retain(|&(p, _)| p != pid);
+        list.push((pid, cover));
     }
 
     /// Gives a `user_unwind_stack` to its group and returns the group.
@@ -903,18 +911,9 @@ impl Stitcher {
                 g
             }
         };
-        let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) else {
-            return;
-        };
-        last.got_cookie = true;
-        let (ev, ev_ts) = (last.ev, last.ts);
         let grp = &mut self.out.groups[g];
-        grp.first_ts = grp.first_ts.min(ev_ts);
         grp.last_ts = grp.last_ts.max(ts);
-        grp.events.reserve_exact(1);
-        grp.events.push(ev);
-        let idx = grp.events.len() - 1;
-        self.place(cpu, i, (g, idx));
+        self.add_event(cpu, i, g);
     }
 
     /// A stack of `pid` whose `prev` is `prev` went to group `g`: the
