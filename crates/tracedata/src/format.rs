@@ -170,7 +170,8 @@ impl<'a> FormatLines<'a> {
 }
 
 impl EventFormat {
-    /// Parses a format file belonging to `system`.
+    /// Parses a format file belonging to `system`, up to its first
+    /// `print fmt:` line.
     pub fn parse(system: &str, text: &str) -> Result<EventFormat> {
         let mut name = None;
         let mut id = None;
@@ -186,7 +187,11 @@ impl EventFormat {
             } else if l.starts_with("field:") {
                 fields.push(parse_field(l).map_err(|e| e.context(ctx()))?);
             } else if let Some(v) = l.strip_prefix("print fmt:") {
+                // The print fmt ends the file, for the kernel and for
+                // libtraceevent, which prints with the first one: what
+                // follows is no field and no print fmt of this event.
                 print_fmt = v.trim().to_string();
+                break;
             }
         }
         let name = name.ok_or_else(|| {
@@ -302,6 +307,19 @@ mod tests {
         assert_eq!(l.print_fmt(), Some("print fmt: \"%d\", REC->a"));
         assert_eq!(name_and_id("s", text).unwrap(), ("x".to_string(), 7));
         assert_eq!(FormatLines::new("junk").fields().count(), 0);
+    }
+
+    #[test]
+    fn parse_stops_at_the_first_print_fmt() {
+        // libtraceevent prints with the first print fmt: a second section
+        // after it (a hostile file) must neither add fields nor replace it.
+        let text = "name: x\nID: 7\nformat:\n\tfield:int a;\toffset:0;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"%1073741824d\", REC->a\nformat:\n\tfield:int b;\toffset:4;\tsize:4;\tsigned:1;\n\n\
+print fmt: \"%d\", REC->b\n";
+        let f = EventFormat::parse("s", text).unwrap();
+        assert_eq!(f.print_fmt, "\"%1073741824d\", REC->a");
+        let names: Vec<&str> = f.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a"]);
     }
 
     const SWITCH: &str = "name: sched_switch\nID: 316\nformat:\n\

@@ -135,6 +135,22 @@ fn huge_widths_are_refused() {
 }
 
 #[test]
+fn the_print_fmt_screened_is_the_one_libtraceevent_prints() {
+    // A second format section after the print fmt (fuzz print_fmt_screen,
+    // which spun in libtraceevent's padding): the first print fmt counts.
+    let text = format!(
+        "{}format:\n\tfield:unsigned int value;\toffset:8;\tsize:4;\tsigned:0;\n\nprint fmt: \"%d\", 1\n",
+        format("ev", 42, r#""%1073741824d", REC->value"#)
+    );
+    assert_eq!(
+        check(text.as_bytes()),
+        Err(Refusal::PrintFmt(
+            "a width or precision of 1073741824".into()
+        ))
+    );
+}
+
+#[test]
 fn screens_work_on_parsed_formats() {
     let f = EventFormat::parse("test", &format("ev", 42, r#""%d", REC->value / 0"#)).unwrap();
     assert_eq!(check_format(&f), Some("'/' by 0".into()));
