@@ -354,7 +354,7 @@ KSRC=$KDIR/src
 KOUT=$KDIR/out
 [ "$KCONFIG" = boot ] || KOUT=$KDIR/out-$KCONFIG
 
-series_patches() { # the patch files named in $PATCH_DIR/series, in order
+series_patches() { # the patch files named in $PATCH_DIR/series, in order (may be in subdirectories)
 	[ -f "$PATCH_DIR/series" ] || return 0
 	local l n=0
 	while IFS= read -r l || [ -n "$l" ]; do
@@ -424,7 +424,7 @@ prepare_tree() {
 	while read -r p; do
 		n=$((n + 1))
 		git -C "$KSRC" -c user.name=ustack -c user.email=ustack@localhost am -q --keep-cr "$p" ||
-			{ git -C "$KSRC" am --abort >/dev/null 2>&1 || true; die "patch $n ($(basename "$p")) does not apply"; }
+			{ git -C "$KSRC" am --abort >/dev/null 2>&1 || true; die "patch $n (${p#"$PATCH_DIR"/}) does not apply"; }
 	done < <(series_patches)
 	if [ "$n" = 0 ]; then log "kernel-patch/series is empty or missing: building the UNPATCHED kernel"; else log "applied $n patches"; fi
 	echo "$key" >"$KSRC/.git/ustack-applied"
@@ -505,7 +505,8 @@ each)
 	total=$(series_patches | wc -l)
 	[ "$total" -gt 0 ] || die "kernel-patch/series is empty"
 	for n in $(seq 1 "$total"); do
-		log "=== bisect step $n/$total: $(basename "$(USTACK_SERIES_LIMIT=$n series_patches | tail -1)")"
+		p=$(USTACK_SERIES_LIMIT=$n series_patches | tail -1)
+		log "=== bisect step $n/$total: ${p#"$PATCH_DIR"/}"
 		USTACK_SERIES_LIMIT=$n "$0" >/dev/null || die "the series does not build after patch $n"
 	done
 	"$0" >/dev/null
@@ -523,7 +524,7 @@ checkpatch)
 		out=$(cd "$PRISTINE" && perl scripts/checkpatch.pl --strict --no-tree -q \
 			--ignore FILE_PATH_CHANGES,UNKNOWN_COMMIT_ID "$p" 2>&1) || true
 		summary=$(echo "$out" | grep -E '^total:' || echo "total: 0 errors, 0 warnings")
-		echo "$(basename "$p"): $summary"
+		echo "${p#"$PATCH_DIR"/}: $summary"
 		echo "$out" | grep -E '^(ERROR|WARNING|CHECK):' | head -20 || true
 		echo "$summary" | grep -q '^total: 0 errors, 0 warnings' || bad=1
 	done < <(series_patches)
