@@ -310,7 +310,8 @@ def case_kunit(ctx, files):
     expect(unwind, "no KUnit suite for the unwind abstraction (name containing 'unwind')")
     for n in unwind:
         if n == "unwind_deferred":
-            # skipped as a whole at boot (no task in a system call): case 10 runs it
+            # at boot (no task in a system call) its cases only check that requests
+            # are refused: case 10 runs it from a system call
             ctx.diag(f"{n}: {suites[n][0]} {suites[n][1]} (checked by case 10)")
             continue
         subs = subtests.get(n, [])
@@ -358,7 +359,7 @@ def case_option_raw(ctx, files):
     sched = sum(1 for ent in entries for e in ent if e.name == "sched_switch")
     ctx.diag(f"{n} syscalls, {len(mine)} events of pid {pid} ({sched} sched_switch), all paired")
     # a loop of system calls: most entries follow the stack entry of the one
-    # before in the same page, which stands for their page cookie (0024)
+    # before in the same page, which stands for their page cookie (tracing/0013)
     if "links" in sf.fields:
         linked = sum(1 for ent in entries if paired[id(ent[0])].fmt is sf)
         ctx.diag(f"{linked} of {n} syscalls linked to the stack entry before them")
@@ -602,7 +603,7 @@ def case_exit_raw(ctx, files):
 
 def case_deep_stack(ctx, files):
     """A stack deeper than a sub-buffer holds: the one stack entry of the kernel entry
-    holds exactly the innermost frames that fit in a ring-buffer event (0021 asks for
+    holds exactly the innermost frames that fit in a ring-buffer event (tracing/0003 asks for
     the largest event size only for such stacks)."""
     t = truth(files)
     pid, depth = int(t["pid"]), int(t["depth"])
@@ -890,7 +891,7 @@ def load_report(files):
 def tc_cookies(files):
     """trace-cmd report of tracer-cli's file: {(pid, cookie): [n cookie lines, n stack lines,
     linked]}; linked: its stack line's prev= names a stack line of the task with links=1
-    (kernel-patch 0024: that stack stands for the entry's page cookie)"""
+    (kernel-patch tracing/0013: that stack stands for the entry's page cookie)"""
     rc_ok(files, "tc-report", "trace-cmd report of tracer-cli's trace.dat")
     text = files.get("tc-report.txt", b"").decode("utf-8", "replace")
     expect("FAILED TO PARSE" not in text, "trace-cmd report: [FAILED TO PARSE]")

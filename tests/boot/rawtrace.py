@@ -277,7 +277,7 @@ def cookie_pairs(cpu_data, cookie_fmt):
 
 
 def attribute(cpu_data, cookie_fmt, page_fmt=None, stack_fmt=None):
-    """Per CPU, the cookie entry every event belongs to (kernel-patch 0008,
+    """Per CPU, the cookie entry every event belongs to (kernel-patch tracing/0005,
     "Stitching by cookie"):
 
     * a ``user_unwind_cookie`` belongs to the event just before it, of the same
@@ -287,7 +287,7 @@ def attribute(cpu_data, cookie_fmt, page_fmt=None, stack_fmt=None):
       task before it in the same ring-buffer page (the dump's page, as read);
       a zero cookie means none, and a page cookie of pid 0 with cookie 0 ends
       every task's page cookie in that page;
-    * a ``user_unwind_stack`` with ``links`` set (kernel-patch 0024) counts as
+    * a ``user_unwind_stack`` with ``links`` set (kernel-patch tracing/0013) counts as
       such a page cookie of its task for the kernel entry whose stack has
       ``prev`` equal to its cookie: those events pair with a ``Link``, which
       resolve_links() turns into that stack;

@@ -21,7 +21,7 @@ use ustack_tracedata::writer::{
 
 const PAGE: usize = 4096;
 
-/// The format files of the patched kernel (kernel-patch/0002), IDs 21, 22.
+/// The format files of the patched kernel (kernel-patch/tracing/0002), IDs 21, 22.
 fn ftrace_formats() -> Vec<Vec<u8>> {
     vec![
         format!(

@@ -24,7 +24,7 @@
 //!   losses (whole pages, or stretches between pages) never attach a wrong
 //!   cookie.
 //! * A `user_unwind_stack` with `links` set stands for a page cookie of the
-//!   task's next kernel entry (kernel-patch 0024, "Links"): the kernel
+//!   task's next kernel entry (kernel-patch tracing/0013, "Links"): the kernel
 //!   events of its pid that follow it in the same page of the same CPU, up
 //!   to the pid's next page cookie there, belong to the kernel entry whose
 //!   stack has `prev` equal to its cookie. They wait in a linked group

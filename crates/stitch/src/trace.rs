@@ -120,7 +120,7 @@ impl SpecialEvents {
                 return plain;
             };
             *scratch = stack;
-            // Kernels before links (kernel-patch 0024) have neither field.
+            // Kernels before links (kernel-patch tracing/0013) have neither field.
             let field = |name| match f.field(name) {
                 Some(_) => rec.u64_field(f, name).unwrap_or(0),
                 None => 0,

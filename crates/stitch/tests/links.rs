@@ -1,4 +1,4 @@
-//! Linking stacks (kernel-patch 0024): a `user_unwind_stack` with `links`
+//! Linking stacks (kernel-patch tracing/0013): a `user_unwind_stack` with `links`
 //! set stands for the page cookie of its task's next kernel entry, which is
 //! named by the `prev` of that entry's stack.
 

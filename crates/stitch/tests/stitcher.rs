@@ -594,7 +594,7 @@ fn zero_cookies_group_nothing() {
     assert!(s.groups.is_empty());
 }
 
-// Page cookies (`user_unwind_page_cookie`, kernel-patch 0005): written before
+// Page cookies (`user_unwind_page_cookie`, kernel-patch tracing/0003): written before
 // the events they cover, one per task, kernel entry and ring-buffer page.
 
 fn pc(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64) -> Input<'static> {
@@ -802,7 +802,7 @@ fn page_cookies_are_per_cpu() {
     );
 }
 
-// `user_unwind_syscall` (the `user_unwind` tracer, kernel-patch 0014): an
+// `user_unwind_syscall` (the `user_unwind` tracer, kernel-patch tracing/0010): an
 // event that carries the cookie of its own kernel entry.
 
 fn ys(seq: u64, cpu: u32, ts: u64, pid: i32, cookie: u64) -> Input<'static> {
