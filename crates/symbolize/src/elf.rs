@@ -55,13 +55,13 @@ pub fn base_distance(path: &Path, root: Option<&Path>, offset: u64, len: u64) ->
 }
 
 /// A read-only mapping of a regular file.
-pub struct Mapped(memmap2::Mmap);
+pub(crate) struct Mapped(memmap2::Mmap);
 
 impl Mapped {
     /// Maps `path` if it is a regular, non-empty file of at most
     /// [`MAX_FILE`] bytes; `None` for anything else (devices, FIFOs,
     /// sockets, directories, missing files).
-    pub fn open(path: &Path) -> Option<Mapped> {
+    pub(crate) fn open(path: &Path) -> Option<Mapped> {
         // O_NONBLOCK: opening a FIFO must not wait for a writer; the type is
         // checked on the opened file, so a symlink cannot swap it in later.
         let file = File::options()
@@ -81,7 +81,7 @@ impl Mapped {
     }
 
     /// The file's bytes.
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.0
     }
 }
@@ -219,7 +219,7 @@ fn collect_syms(file: &object::File<'_>) -> Vec<(u64, u64, String)> {
 
 /// Opens the file a trace names `path`: under `root` (a sysroot) first,
 /// then at its plain path. Returns where it was found and its mapping.
-pub fn open_file(path: &Path, root: Option<&Path>) -> Option<(PathBuf, Mapped)> {
+pub(crate) fn open_file(path: &Path, root: Option<&Path>) -> Option<(PathBuf, Mapped)> {
     candidates(path, root)
         .into_iter()
         .find_map(|p| Mapped::open(&p).map(|m| (p, m)))
@@ -227,7 +227,7 @@ pub fn open_file(path: &Path, root: Option<&Path>) -> Option<(PathBuf, Mapped)> 
 
 /// The separate debug file (by build id, then `.gnu_debuglink`) of the ELF
 /// file a trace names `path`, whose bytes are `main`.
-pub fn open_debug_file(main: &[u8], path: &Path, root: Option<&Path>) -> Option<Mapped> {
+pub(crate) fn open_debug_file(main: &[u8], path: &Path, root: Option<&Path>) -> Option<Mapped> {
     let file = object::File::parse(main).ok()?;
     debug_file(&file, path, root).map(|(_, m)| m)
 }

@@ -21,6 +21,9 @@ pub struct Frame {
     pub location: Option<String>,
     /// Why a user frame has no symbol.
     pub unresolved: Option<crate::Unresolved>,
+    /// How a user frame was found, for stacks unwound from a snapshot
+    /// (`None`: the kernel's walk, as written).
+    pub via: Option<crate::unwind::Via>,
 }
 
 impl Frame {
@@ -34,6 +37,7 @@ impl Frame {
             file_offset: None,
             location: None,
             unresolved: None,
+            via: None,
         }
     }
 

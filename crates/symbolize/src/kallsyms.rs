@@ -76,6 +76,7 @@ impl KernelSymbols {
             file_offset: None,
             location: None,
             unresolved: None,
+            via: None,
         }
     }
 }

@@ -25,6 +25,7 @@ mod frame;
 pub mod kallsyms;
 pub mod procfs;
 pub mod spaces;
+pub mod unwind;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -75,6 +76,8 @@ pub struct Symbolizer {
     cache: HashMap<(usize, u64), Resolved>,
     /// Looks every frame up again (for measuring what the cache saves).
     no_cache: bool,
+    /// Unwinds stack snapshots (made on first use, with `root`).
+    unwinder: Option<unwind::Unwinder>,
 }
 
 impl Symbolizer {
@@ -208,8 +211,50 @@ impl Symbolizer {
             file_offset: r.file_offset.map(|o| o + back),
             location: r.location,
             unresolved: None,
+            via: None,
         };
         (frame, r.miss)
+    }
+
+    /// The user stack of task `pid` unwound from the kernel's snapshot of
+    /// it at trace time `ts` (see [`unwind`]), with `kernel` the kernel's
+    /// own walk of the same stack, symbolized. Each frame says how it was
+    /// found ([`Frame::via`]); the second value is the index of the first
+    /// frame the CFI walk did not find and why, when the stack is not
+    /// complete.
+    pub fn user_unwound(
+        &mut self,
+        pid: i32,
+        ts: Option<u64>,
+        snap: &unwind::Snapshot<'_>,
+        kernel: &[u64],
+    ) -> (Vec<Frame>, Option<(usize, unwind::End)>) {
+        let tid = pid as u32;
+        if self.live && !self.spaces.has(tid) && self.live_read.insert(tid) {
+            self.read_live(tid);
+        }
+        let root = &self.root;
+        let unwinder = self
+            .unwinder
+            .get_or_insert_with(|| unwind::Unwinder::new(root.clone()));
+        let spaces = &self.spaces;
+        let u = unwinder.unwind(snap, kernel, |a| {
+            spaces.find_at(tid, ts, a).ok().map(|m| unwind::Mapping {
+                base: m.start,
+                end: m.end,
+                path: &m.path,
+            })
+        });
+        let frames = u
+            .frames
+            .iter()
+            .map(|f| {
+                let mut s = self.user_at(pid, ts, f.addr, !f.exact);
+                s.via = Some(f.via);
+                s
+            })
+            .collect();
+        (frames, u.cut)
     }
 
     /// Adds the maps of live task `pid`'s process.

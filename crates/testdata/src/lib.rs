@@ -17,6 +17,7 @@
 //! ```
 
 pub mod top;
+pub mod truth;
 
 use std::path::Path;
 
@@ -37,6 +38,9 @@ pub const ID_UNWIND_STACK: u16 = 20;
 pub const ID_COOKIE: u16 = 21;
 /// Event id of `ftrace:user_unwind_mapping`.
 pub const ID_MAPPING: u16 = 23;
+/// Event id of `ftrace:user_unwind_snapshot` (in files that have
+/// snapshots: [`TraceBuilder::snapshot`] adds its format).
+pub const ID_SNAPSHOT: u16 = 24;
 /// Event id of `sched:sched_switch`.
 pub const ID_SCHED_SWITCH: u16 = 316;
 /// Event id of `raw_syscalls:sys_enter`.
@@ -161,6 +165,24 @@ pub struct TraceBuilder {
     kallsyms: String,
     page_size: usize,
     stats: Vec<(u32, String)>,
+    /// Formats beyond [`ftrace_formats`] (added by the records that need
+    /// them, so that other files stay as they were).
+    extra_formats: Vec<Vec<u8>>,
+}
+
+/// The format of `ftrace:user_unwind_snapshot`.
+fn snapshot_format() -> Vec<u8> {
+    fmt(
+        "user_unwind_snapshot",
+        ID_SNAPSHOT,
+        "\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n\
+         \tfield:unsigned long ip;\toffset:16;\tsize:8;\tsigned:0;\n\
+         \tfield:unsigned long sp;\toffset:24;\tsize:8;\tsigned:0;\n\
+         \tfield:unsigned long bp;\toffset:32;\tsize:8;\tsigned:0;\n\
+         \tfield:__data_loc unsigned char[] data;\toffset:40;\tsize:4;\tsigned:0;\n",
+        "\"cookie=%llx ip=%lx sp=%lx bp=%lx len=%u\", REC->cookie, REC->ip, REC->sp, REC->bp, \
+         __get_dynamic_array_len(data)",
+    )
 }
 
 fn header(id: u16, pid: i32) -> Vec<u8> {
@@ -189,6 +211,7 @@ impl TraceBuilder {
             kallsyms: KALLSYMS.to_string(),
             page_size: 4096,
             stats: Vec::new(),
+            extra_formats: Vec::new(),
         }
     }
 
@@ -317,6 +340,32 @@ impl TraceBuilder {
         for a in stack {
             d.extend_from_slice(&a.to_le_bytes());
         }
+        self.push(cpu, ts, d)
+    }
+
+    /// `ftrace:user_unwind_snapshot`: the registers and stack bytes of a
+    /// kernel entry, written right before its `user_unwind_stack`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn snapshot(
+        &mut self,
+        cpu: u32,
+        ts: u64,
+        pid: i32,
+        cookie: u64,
+        regs: (u64, u64, u64),
+        data: &[u8],
+    ) -> &mut Self {
+        if self.extra_formats.is_empty() {
+            self.extra_formats.push(snapshot_format());
+        }
+        let mut d = header(ID_SNAPSHOT, pid);
+        d.extend_from_slice(&cookie.to_le_bytes());
+        for r in [regs.0, regs.1, regs.2] {
+            d.extend_from_slice(&r.to_le_bytes());
+        }
+        let loc = 44u32 | ((data.len() as u32) << 16);
+        d.extend_from_slice(&loc.to_le_bytes());
+        d.extend_from_slice(data);
         self.push(cpu, ts, d)
     }
 
@@ -466,7 +515,10 @@ impl TraceBuilder {
                 .replace("4080", &(self.page_size - 16).to_string())
                 .into_bytes(),
             header_event: HEADER_EVENT.as_bytes().to_vec(),
-            ftrace_formats: ftrace_formats(),
+            ftrace_formats: ftrace_formats()
+                .into_iter()
+                .chain(self.extra_formats.iter().cloned())
+                .collect(),
             event_systems: event_systems(),
             kallsyms: self.kallsyms.clone().into_bytes(),
             cmdlines: cmdlines.into_bytes(),

@@ -6,7 +6,7 @@ use gimli::{
     Register, RegisterRule, UnwindSection, UnwindTableRow, Value,
 };
 
-use crate::Snapshot;
+use super::Snapshot;
 
 /// DWARF register numbers of x86_64 (System V ABI).
 pub(crate) const RBP: u16 = 6;

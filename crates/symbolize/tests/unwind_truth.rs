@@ -3,10 +3,8 @@
 //! before a system call; every frame of the unwound stack is checked
 //! against it (see tests/common).
 
-mod common;
-
-use common::{compile, function_of, run_traced, Capture};
-use ustack_unwind::{End, Mapping, Snapshot, Unwinder, Unwound, Via};
+use ustack_symbolize::unwind::{End, Mapping, Snapshot, Unwinder, Unwound, Via};
+use ustack_testdata::truth::{compile, function_of, run_traced, Capture};
 
 /// A stack snapshot as large as any stack here: the whole stack.
 const WHOLE: usize = 1 << 20;
@@ -160,7 +158,7 @@ fn frame_pointer_code_needs_only_a_small_snapshot() {
         48,
         64,
         128,
-        ustack_unwind::DEFAULT_SNAPSHOT,
+        ustack_symbolize::unwind::DEFAULT_SNAPSHOT,
     ] {
         // A stack is good when every frame is exact and frame 1, the
         // wrapper's caller (which the kernel's walk skips), is there.
@@ -184,7 +182,7 @@ fn frame_pointer_code_needs_only_a_small_snapshot() {
             "snapshot {size:5} B: {good}/15 stacks exact with the wrapper's caller; \
              frames {exact} exact / {delivered} delivered / {expected} expected"
         );
-        if size == ustack_unwind::DEFAULT_SNAPSHOT {
+        if size == ustack_symbolize::unwind::DEFAULT_SNAPSHOT {
             assert_eq!(good, caps.len(), "default snapshot on frame-pointer code");
             assert_eq!(exact, delivered);
         }
@@ -198,7 +196,10 @@ fn frame_pointer_code_needs_only_a_small_snapshot() {
 fn kernel_frames_past_a_frameless_function_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let bin = truth_c(&dir, &["-fno-omit-frame-pointer"]);
-    let caps = run_traced(&[&bin, "recurse"], ustack_unwind::DEFAULT_SNAPSHOT);
+    let caps = run_traced(
+        &[&bin, "recurse"],
+        ustack_symbolize::unwind::DEFAULT_SNAPSHOT,
+    );
     let mut u = Unwinder::new(None);
     for c in &caps {
         let honest = unwind(&mut u, c);

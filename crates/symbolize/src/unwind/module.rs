@@ -5,14 +5,14 @@ use std::borrow::Cow;
 use std::ops::Range;
 use std::path::Path;
 
+use crate::elf::{open_debug_file, open_file, Mapped};
 use gimli::{
     BaseAddresses, CieOrFde, DebugFrame, EhFrame, EndianSlice, LittleEndian, UnwindContext,
     UnwindSection,
 };
 use object::{Object, ObjectSection, ObjectSegment};
-use ustack_symbolize::elf::{open_debug_file, open_file, Mapped};
 
-use crate::rule::Rule;
+use super::rule::Rule;
 
 type Slice<'a> = EndianSlice<'a, LittleEndian>;
 

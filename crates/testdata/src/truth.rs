@@ -6,8 +6,6 @@
 //! the same stack, and reads the call chain the program recorded with
 //! glibc's `backtrace()`.
 
-#![allow(dead_code)]
-
 use std::collections::HashMap;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -22,24 +20,31 @@ use object::{Object, ObjectSymbol};
 use ustack_tracedata::ProcMap;
 
 /// One marked system call, as the tracer saw it.
+#[derive(Debug, Clone)]
 pub struct Capture {
+    /// The task that made the call.
     pub tid: i32,
+    /// Its registers at the call.
     pub ip: u64,
+    /// Stack pointer.
     pub sp: u64,
+    /// Frame pointer register.
     pub bp: u64,
+    /// The stack from sp up, bounded by the snapshot size and sp's mapping.
     pub stack: Vec<u8>,
     /// The kernel's frame-pointer walk (ip first).
     pub kernel: Vec<u64>,
     /// The program's own backtrace(): its first entry is in the function
     /// that made the call.
     pub truth: Vec<u64>,
+    /// The process's maps at the call.
     pub maps: ProcMap,
 }
 
 /// Compiles `src` (C, C++ or Rust, by extension) into `dir` with `args`.
 pub fn compile(src: &str, out: &Path, args: &[&str]) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/progs")
+        .join("progs")
         .join(src);
     let tool = match src.extension().and_then(|e| e.to_str()) {
         Some("c") => "gcc",
@@ -194,7 +199,8 @@ fn capture(pid: Pid, tid: Pid, snap: usize) -> Option<Capture> {
         .collect();
     let end = vma_end(pid.as_raw(), r.rsp).unwrap_or(r.rsp);
     let len = (end - r.rsp).min(snap as u64) as usize;
-    let maps = ustack_symbolize::procfs::read_proc_map(pid.as_raw() as u32).ok()?;
+    let text = |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).ok();
+    let maps = ProcMap::from_proc_maps(pid.as_raw() as u32, &text("comm")?, &text("maps")?);
     Some(Capture {
         tid: tid.as_raw(),
         ip: r.rip,

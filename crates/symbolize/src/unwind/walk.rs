@@ -19,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use gimli::UnwindContext;
 
-use crate::module::Module;
-use crate::rule::{Fail, Regs, Rule, NREGS, RBP, RIP, RSP};
-use crate::{Mapping, Snapshot};
+use super::module::Module;
+use super::rule::{Fail, Regs, Rule, NREGS, RBP, RIP, RSP};
+use super::{Mapping, Snapshot};
 
 /// How a frame was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
