@@ -5,7 +5,7 @@
 //! other.
 
 use ustack_printer::frame::{format_frame, FrameStyle};
-use ustack_printer::group::{fmt_ts, header, status_note};
+use ustack_printer::group::{fmt_ts, header, status_note, user_frames_marked};
 use ustack_stitch::internal::shown;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
@@ -76,8 +76,9 @@ pub fn group(d: &GroupDetail, internal: bool) -> Vec<DetailLine> {
             if d.user_frames.is_empty() {
                 out.push(DetailLine::Plain("    (empty)".to_string()));
             }
-            out.extend(d.user_frames.iter().map(|f| {
-                DetailLine::User(format!("    => {}", format_frame(f, FrameStyle::User)))
+            out.extend(user_frames_marked(d).map(|f| match f {
+                Ok(f) => DetailLine::User(format!("    => {}", format_frame(f, FrameStyle::User))),
+                Err(note) => DetailLine::Plain(format!("    {note}")),
             }));
         }
         None => out.push(DetailLine::Note {

@@ -62,6 +62,7 @@ mod tests {
             file_offset: None,
             location: loc.map(Into::into),
             unresolved: None,
+            via: None,
         }
     }
 

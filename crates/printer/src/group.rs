@@ -5,6 +5,8 @@
 use crate::frame::{format_frame, FrameStyle};
 use ustack_stitch::view::GroupDetail;
 use ustack_stitch::{cookie_label, GroupKind, Status};
+use ustack_symbolize::unwind::End;
+use ustack_symbolize::Frame;
 
 /// `seconds.microseconds`, as `trace-cmd report` prints timestamps.
 pub fn fmt_ts(ts: u64) -> String {
@@ -27,6 +29,35 @@ pub fn status_note(status: Status, loss_while_open: bool) -> &'static str {
         Status::StackLost => "stack lost: the task entered the kernel again without it",
         Status::OrphanStack => "orphan stack: the events that requested it were lost",
     }
+}
+
+/// The line that marks where an unwound user stack stops being exact, put
+/// before frame `at` of `frames` frames: the frames after it come from the
+/// kernel's frame-pointer walk, or there are none because the unwinding
+/// stopped.
+pub fn cut_note(at: usize, frames: usize, end: End) -> String {
+    let why = end.reason().unwrap_or("complete");
+    if at < frames {
+        format!("-- not exact below: {why} --")
+    } else {
+        format!("-- stack cut: {why} --")
+    }
+}
+
+/// The user frames of `d`, each with the cut line (see [`cut_note`]) before
+/// it where one belongs, and the cut line at the end when it cuts there.
+pub fn user_frames_marked(d: &GroupDetail) -> impl Iterator<Item = Result<&Frame, String>> {
+    let n = d.user_frames.len();
+    let note = move |i: usize| {
+        d.user_cut
+            .filter(|&(at, _)| at == i)
+            .map(|(at, end)| Err(cut_note(at, n, end)))
+    };
+    d.user_frames
+        .iter()
+        .enumerate()
+        .flat_map(move |(i, f)| note(i).into_iter().chain(std::iter::once(Ok(f))))
+        .chain(note(n))
 }
 
 /// The header line: comm-pid, cookie, status, time span, counts.
@@ -80,8 +111,11 @@ pub fn lines(d: &GroupDetail, fmt_ts: fn(u64) -> String) -> Vec<String> {
             if d.user_frames.is_empty() {
                 out.push("      (empty)".to_string());
             }
-            for f in &d.user_frames {
-                out.push(format!("      => {}", format_frame(f, FrameStyle::User)));
+            for f in user_frames_marked(d) {
+                out.push(match f {
+                    Ok(f) => format!("      => {}", format_frame(f, FrameStyle::User)),
+                    Err(note) => format!("      {note}"),
+                });
             }
         }
         // A trace without user stacks: nothing was waited for.

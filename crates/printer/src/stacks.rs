@@ -280,6 +280,11 @@ struct JsonFrame<'a> {
     /// Why a user frame has no symbol.
     #[serde(skip_serializing_if = "Option::is_none")]
     unresolved: Option<&'static str>,
+    /// How a user frame unwound from a snapshot was found: `ip`, `cfi`
+    /// (the binary's unwind tables) or `fp` (the kernel's frame-pointer
+    /// walk).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    via: Option<&'static str>,
 }
 
 fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
@@ -295,6 +300,7 @@ fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
                 .map(|o| format!("{o:#x}")),
             location: &f.location,
             unresolved: f.unresolved.map(Unresolved::reason),
+            via: f.via.map(|v| v.name()),
         })
         .collect()
 }
@@ -324,6 +330,17 @@ struct JsonUserStack<'a> {
     cpu: u32,
     ts: u64,
     frames: Vec<JsonFrame<'a>>,
+    /// For a stack unwound from a snapshot that is not complete: the
+    /// index of the first frame that is not exact and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cut: Option<JsonCut>,
+}
+
+/// Where an unwound user stack stops being exact.
+#[derive(Serialize)]
+struct JsonCut {
+    at: usize,
+    reason: &'static str,
 }
 
 /// A group in the JSON output.
@@ -374,6 +391,10 @@ impl<'a> JsonGroup<'a> {
                 cpu: u.cpu,
                 ts: u.ts,
                 frames: json_frames(&d.user_frames),
+                cut: d.user_cut.map(|(at, end)| JsonCut {
+                    at,
+                    reason: end.reason().unwrap_or("complete"),
+                }),
             }),
         }
     }

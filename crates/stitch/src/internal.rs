@@ -50,13 +50,8 @@ mod tests {
 
     fn frame(sym: Option<&str>) -> Frame {
         Frame {
-            addr: 1,
             symbol: sym.map(Into::into),
-            offset: 0,
-            object: None,
-            file_offset: None,
-            location: None,
-            unresolved: None,
+            ..Frame::unknown(1)
         }
     }
 

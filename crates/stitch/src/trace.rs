@@ -26,6 +26,7 @@ pub struct SpecialEvents {
     syscall: Option<EventFormat>,
     user_stack: Option<EventFormat>,
     kernel_stack: Option<EventFormat>,
+    snapshot: Option<EventFormat>,
     /// Ids of the `ftrace` system's other records (`print`, `function`...):
     /// they never ask for a stack.
     unrequested: Vec<u16>,
@@ -48,6 +49,7 @@ impl SpecialEvents {
                 "user_unwind_syscall" => &mut s.syscall,
                 "user_stack" => &mut s.user_stack,
                 "kernel_stack" => &mut s.kernel_stack,
+                "user_unwind_snapshot" => &mut s.snapshot,
                 _ => {
                     s.unrequested.push(f.id);
                     continue;
@@ -65,6 +67,11 @@ impl SpecialEvents {
             || self.page_cookie.is_some()
             || self.unwind_stack.is_some()
             || self.syscall.is_some()
+    }
+
+    /// The format of `user_unwind_snapshot`, when the file has it.
+    pub fn snapshot(&self) -> Option<&EventFormat> {
+        self.snapshot.as_ref()
     }
 
     fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
@@ -383,9 +390,19 @@ pub struct Index {
     pub kernel_lost: Vec<(u32, u64)>,
     /// The kernel's mapping records (`user_unwind_mapping`), per process.
     pub mappings: KernelMaps,
+    /// The stack snapshot (`user_unwind_snapshot`) of each user stack
+    /// entry that has one: stack entry seq -> snapshot seq.
+    pub snapshots: HashMap<u64, u64>,
 }
 
 impl Index {
+    /// The format of the stack snapshot event, when the file has it.
+    pub fn special_snapshot(&self) -> Option<&EventFormat> {
+        self.formats
+            .values()
+            .find(|f| f.system == "ftrace" && f.name == "user_unwind_snapshot")
+    }
+
     /// The loss placed just before event `seq` on that event's CPU (events
     /// were dropped there right before it), if any.
     pub fn loss_before(&self, seq: u64) -> Option<&LossMark> {
@@ -422,6 +439,11 @@ impl Index {
             .values()
             .find(|f| f.system == "sched" && f.name == "sched_switch")
             .cloned();
+        let snapshot_id = special.snapshot().map(|f| f.id);
+        let mut snapshots = HashMap::new();
+        // Per CPU, a snapshot that the next record may be the stack entry
+        // of: (seq, pid, cookie).
+        let mut pending: HashMap<u32, (u64, i32, u64)> = HashMap::new();
         for item in items {
             match item {
                 Ok(Item::Event(rec)) => {
@@ -452,9 +474,30 @@ impl Index {
                         }
                         continue;
                     }
-                    st.push(special.input(seq, &rec, &mut scratch));
+                    let waiting = pending.remove(&rec.cpu);
+                    // A snapshot belongs to the stack entry right after it
+                    // on its CPU (same task and cookie); like a mapping
+                    // record it joins no group itself.
+                    if Some(id) == snapshot_id {
+                        if let Some(f) = special.snapshot() {
+                            if let Ok(cookie) = rec.u64_field(f, "cookie") {
+                                pending.insert(rec.cpu, (seq, pid, cookie));
+                            }
+                        }
+                        continue;
+                    }
+                    let input = special.input(seq, &rec, &mut scratch);
+                    if let (Some((snap, p, c)), Input::UserStack { pid, cookie, .. }) =
+                        (waiting, &input)
+                    {
+                        if p == *pid && c == *cookie {
+                            snapshots.insert(seq, snap);
+                        }
+                    }
+                    st.push(input);
                 }
                 Ok(Item::Lost { cpu, ts, count }) => {
+                    pending.remove(&cpu);
                     losses.push(LossMark {
                         before_seq: events.len() as u64,
                         cpu,
@@ -486,6 +529,7 @@ impl Index {
             error,
             kernel_lost: Vec::new(),
             mappings,
+            snapshots,
         }
     }
 

@@ -2,11 +2,13 @@
 //! TUI: event names and field text, symbolized kernel and user stacks.
 //! How they are written is the printer's (`ustack-printer`).
 
+use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::{Record, TraceFile};
 
 use crate::printfmt::InfoPrinter;
 use crate::stitcher::{Group, GroupKind, Status};
 use crate::trace::{fields_text, Index};
+use ustack_symbolize::unwind::{End, Snapshot};
 use ustack_symbolize::{Frame, Symbolizer};
 
 /// The cookie in hex, `-` for synchronous and kernel-only groups.
@@ -72,6 +74,9 @@ pub struct GroupDetail {
     pub user: Option<UserStackAt>,
     /// Its symbolized frames.
     pub user_frames: Vec<Frame>,
+    /// For a stack unwound from a snapshot that is not complete: the index
+    /// of the first frame the CFI walk did not find, and why it stopped.
+    pub user_cut: Option<(usize, End)>,
 }
 
 /// Produces the name and info text of events: libtraceevent's text (as
@@ -197,18 +202,24 @@ pub fn detail<'r>(
             }
         })
         .collect();
-    let user_frames = g
+    let (user_frames, user_cut) = g
         .user_stack
         .map(|u| {
             // The maps of the image the process ran when the stack was taken.
             let ts = Some(idx.cpu_ts(u.seq).1);
-            idx.stitched
-                .stacks
-                .get(u.stack)
+            let kernel = idx.stitched.stacks.get(u.stack);
+            let snap = idx.snapshots.get(&u.seq).and_then(|&s| rec(s));
+            if let Some((snap, f)) = snap.and_then(|r| Some((r, idx.special_snapshot()?))) {
+                if let Some(sn) = snapshot(f, &snap) {
+                    return sym.user_unwound(g.pid, ts, &sn, kernel);
+                }
+            }
+            let frames = kernel
                 .iter()
                 .enumerate()
                 .map(|(i, &a)| sym.user_at(g.pid, ts, a, i > 0))
-                .collect()
+                .collect();
+            (frames, None)
         })
         .unwrap_or_default();
     let comm = comm(idx, sym, g.pid);
@@ -232,5 +243,16 @@ pub fn detail<'r>(
             }
         }),
         user_frames,
+        user_cut,
     }
+}
+
+/// The registers and stack bytes of a `user_unwind_snapshot` record.
+fn snapshot<'r>(f: &EventFormat, rec: &Record<'r>) -> Option<Snapshot<'r>> {
+    Some(Snapshot {
+        ip: rec.u64_field(f, "ip").ok()?,
+        sp: rec.u64_field(f, "sp").ok()?,
+        bp: rec.u64_field(f, "bp").ok()?,
+        data: rec.field_bytes(f, "data").ok()?,
+    })
 }
