@@ -38,6 +38,11 @@ pub struct TraceConfig {
     pub kernel_stacks: bool,
     /// Which user stacks to record.
     pub user_stacks: UserStacks,
+    /// With deferred user stacks: bytes of the user stack the kernel
+    /// copies beside each stack, for unwinding with the binaries' CFI
+    /// (`None`: the default, [`DEFAULT_SNAPSHOT`] where the kernel can;
+    /// 0: none).
+    pub snapshot_bytes: Option<u64>,
     /// The tracer to set; the current one is kept when `None`.
     pub tracer: Option<String>,
     /// Only trace these pids (`set_event_pid`).
@@ -104,6 +109,10 @@ fn own_options(
     }
     want
 }
+
+/// The default stack snapshot of deferred user stacks: what makes stacks
+/// of frame-pointer code exact (the caller of a frameless libc wrapper).
+pub const DEFAULT_SNAPSHOT: u64 = ustack_symbolize::unwind::DEFAULT_SNAPSHOT as u64;
 
 /// The exact message printed when deferred user stacks are asked for on a
 /// kernel without the ustack patches.
@@ -247,6 +256,19 @@ fn setup_inner<T>(
     }
     if let Some(kb) = opts.buffer_kb {
         guard.set_buffer_size_kb(&inst, kb)?;
+    }
+    // Stack snapshots: asked for explicitly, they must be there; the
+    // default is taken where the kernel has them.
+    if opts.user_stacks == UserStacks::Deferred {
+        let has = inst.path("user_stack_snapshot_size").exists();
+        match opts.snapshot_bytes {
+            Some(n) if n > 0 && !has => bail!(
+                "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"
+            ),
+            Some(n) if has => guard.set_user_stack_snapshot_size(&inst, n)?,
+            None if has => guard.set_user_stack_snapshot_size(&inst, DEFAULT_SNAPSHOT)?,
+            _ => {}
+        }
     }
     if let Some(clock) = &opts.clock {
         guard.set_trace_clock(&inst, clock)?;

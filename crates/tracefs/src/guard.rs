@@ -345,6 +345,18 @@ impl Guard {
         inst.set_buffer_size_kb(kb)
     }
 
+    /// Sets `user_stack_snapshot_size` (bytes of user stack the ustack
+    /// kernel patches copy per kernel entry; 0 is off).
+    pub fn set_user_stack_snapshot_size(&self, inst: &Instance, bytes: u64) -> Result<()> {
+        let rel = "user_stack_snapshot_size";
+        let old = inst.read_string(rel)?;
+        if old.trim() == bytes.to_string() {
+            return Ok(());
+        }
+        self.remember(inst, rel, old.trim().to_string());
+        inst.write(rel, &bytes.to_string())
+    }
+
     /// Sets `trace_clock`.
     pub fn set_trace_clock(&self, inst: &Instance, clock: &str) -> Result<()> {
         let (old, _) = inst.trace_clock()?;

@@ -82,9 +82,14 @@ pub struct TraceOpts {
     /// Record a kernel stack after every event (the `stacktrace` option).
     #[arg(short = 'T')]
     pub kernel_stacks: bool,
-    /// Record user stacks: off, sync (`userstacktrace`) or deferred (`userstacktrace_delay`).
-    #[arg(long = "user-stacks", value_enum, default_value_t = UserStacks::Off)]
-    pub user_stacks: UserStacks,
+    /// Record user stacks: off, sync (`userstacktrace`) or deferred
+    /// (`userstacktrace_delay`). `deferred,SIZE` also copies SIZE bytes of
+    /// the user stack (e.g. `deferred,8k`) per kernel entry, for unwinding
+    /// with the binaries' unwind tables: code without frame pointers needs
+    /// its whole stack; by default 128 bytes, which make stacks of
+    /// frame-pointer code exact; `deferred,0` copies none.
+    #[arg(long = "user-stacks", value_name = "off|sync|deferred[,SIZE]", default_value = "off", value_parser = parse_user_stacks)]
+    pub user_stacks: UserStacksArg,
     /// Tracer to use (e.g. `user_unwind`); by default the current one is kept.
     #[arg(short = 'p', value_name = "TRACER")]
     pub tracer: Option<String>,
@@ -177,7 +182,8 @@ impl TraceOpts {
             instance: self.instance.clone(),
             buffer_kb: self.buffer_kb,
             kernel_stacks: self.kernel_stacks,
-            user_stacks: self.user_stacks,
+            user_stacks: self.user_stacks.mode,
+            snapshot_bytes: self.user_stacks.snapshot,
             tracer: self.tracer.clone(),
             pids: self.pids.clone(),
             filter_command: self.filter_command,
@@ -283,5 +289,88 @@ mod tests {
             err.to_string(),
             "-f x == 1: a filter must follow the -e it applies to"
         );
+    }
+}
+
+/// The value of `--user-stacks`: the mode and, for `deferred,SIZE`, the
+/// stack snapshot size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct UserStacksArg {
+    /// Which user stacks.
+    pub mode: UserStacks,
+    /// Bytes of stack snapshot asked for (`None`: the default).
+    pub snapshot: Option<u64>,
+}
+
+/// Largest stack snapshot the kernel copies per kernel entry.
+const MAX_SNAPSHOT: u64 = 65536;
+
+/// Parses `off`, `sync`, `deferred` or `deferred,SIZE` (SIZE in bytes, or
+/// with a `k` suffix in KiB, at most 64k).
+fn parse_user_stacks(s: &str) -> std::result::Result<UserStacksArg, String> {
+    let (mode, size) = match s.split_once(',') {
+        Some((m, size)) => (m, Some(size)),
+        None => (s, None),
+    };
+    let mode = match mode {
+        "off" => UserStacks::Off,
+        "sync" => UserStacks::Sync,
+        "deferred" => UserStacks::Deferred,
+        _ => return Err(format!("{mode:?} is not off, sync or deferred[,SIZE]")),
+    };
+    let snapshot = match size {
+        None => None,
+        Some(_) if mode != UserStacks::Deferred => {
+            return Err("a stack snapshot size goes with deferred only".into())
+        }
+        Some(size) => {
+            let (num, unit) = match size.strip_suffix(['k', 'K']) {
+                Some(n) => (n, 1024),
+                None => (size, 1),
+            };
+            let n = num
+                .parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(unit))
+                .filter(|&n| n <= MAX_SNAPSHOT)
+                .ok_or_else(|| {
+                    format!("stack snapshot size {size:?}: bytes (or KiB with k) up to 64k")
+                })?;
+            Some(n)
+        }
+    };
+    Ok(UserStacksArg { mode, snapshot })
+}
+
+#[cfg(test)]
+mod user_stacks_tests {
+    use super::*;
+
+    #[test]
+    fn user_stacks_values() {
+        let p = |s| parse_user_stacks(s);
+        assert_eq!(p("off").unwrap().mode, UserStacks::Off);
+        assert_eq!(
+            p("sync").unwrap(),
+            UserStacksArg {
+                mode: UserStacks::Sync,
+                snapshot: None
+            }
+        );
+        assert_eq!(
+            p("deferred").unwrap(),
+            UserStacksArg {
+                mode: UserStacks::Deferred,
+                snapshot: None
+            }
+        );
+        assert_eq!(p("deferred,8192").unwrap().snapshot, Some(8192));
+        assert_eq!(p("deferred,8k").unwrap().snapshot, Some(8192));
+        assert_eq!(p("deferred,0").unwrap().snapshot, Some(0));
+        assert_eq!(p("deferred,64k").unwrap().snapshot, Some(65536));
+        assert!(p("deferred,65k").is_err());
+        assert!(p("deferred,x").is_err());
+        assert!(p("sync,64").is_err());
+        assert!(p("dwarf").is_err());
     }
 }

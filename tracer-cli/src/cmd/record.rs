@@ -132,7 +132,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         roots.push(c.pid().as_raw() as u32);
     }
     let mut maps = MapsTracker::with_store(roots, store.clone());
-    let mut scanner = match args.trace.user_stacks {
+    let mut scanner = match args.trace.user_stacks.mode {
         UserStacks::Off => None,
         _ => StackPidScanner::new(&session.fs, inst.page_size(), rec.temp_files())?,
     };

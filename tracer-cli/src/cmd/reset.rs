@@ -47,6 +47,12 @@ fn reset(fs: &Tracefs, inst: &Instance, buffer_kb: Option<u64>) -> Result<()> {
             inst.set_option(opt, false)?;
         }
     }
+    // Stack snapshots (patched kernels) are off by default.
+    if inst.exists("user_stack_snapshot_size")
+        && inst.read_string("user_stack_snapshot_size")?.trim() != "0"
+    {
+        inst.write("user_stack_snapshot_size", "0")?;
+    }
     if inst.trace_clock()?.0 != "local" {
         inst.set_trace_clock("local")?;
     }
