@@ -113,7 +113,7 @@ fn a_cut_stack_is_marked_in_stacks_and_json() {
         &bin,
         &["-O2", "-pthread", "-fomit-frame-pointer"],
     );
-    let caps = run_traced(&[bin.to_str().unwrap(), "deep"], 4096);
+    let caps = run_traced(&[bin.to_str().unwrap(), "deep"], 2048);
     let file = dir.path().join("cut.dat");
     trace_of(&caps, &file, true);
     for (g, c) in groups(&file).iter().zip(&caps) {

@@ -229,7 +229,7 @@ fn kernel_frames_past_a_frameless_function_are_refused() {
 fn deeper_than_the_snapshot_ends_cleanly_and_is_marked() {
     let dir = tempfile::tempdir().unwrap();
     let bin = truth_c(&dir, &["-fomit-frame-pointer"]);
-    let caps = run_traced(&[&bin, "deep"], 4096);
+    let caps = run_traced(&[&bin, "deep"], 2048);
     assert_eq!(caps.len(), 3);
     let mut u = Unwinder::new(None);
     for c in &caps {

@@ -8,10 +8,15 @@
  * The tracer (tests/common) stops at the call, snapshots the stack and
  * checks the unwound stack against the chain.
  *
+ * With TRUTH_OUT set, each chain is also written, after its call, as a line
+ * "tid n addr..." (hex) to that file: for tracers that cannot read the
+ * arguments (a recording in a guest).
+ *
  * usage: truth CASE   (recurse, qsort, dlopen LIB, deep)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <execinfo.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,10 +25,26 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define MAX 256
+#define MAX 128
 #define NOINLINE __attribute__((noinline))
 
 static int depth_of_recursion = 40;
+static int truth_fd = -1;
+
+/* Writes a chain to TRUTH_OUT, after the marked call. */
+static void tell(void **chain, int n)
+{
+	char line[MAX * 20 + 32];
+	int i, len;
+
+	if (truth_fd < 0)
+		return;
+	len = snprintf(line, sizeof(line), "%ld %d", (long)gettid(), n);
+	for (i = 0; i < n; i++)
+		len += snprintf(line + len, sizeof(line) - len, " %lx", (unsigned long)chain[i]);
+	line[len++] = '\n';
+	write(truth_fd, line, len);
+}
 
 NOINLINE static void work(int how)
 {
@@ -34,6 +55,7 @@ NOINLINE static void work(int how)
 		write(-1, chain, 8 * n);
 	else
 		syscall(SYS_getppid, chain, n);
+	tell(chain, n);
 }
 
 /* Keeps the recursion from becoming a loop or a tail call. */
@@ -63,12 +85,17 @@ NOINLINE static int compare(const void *a, const void *b)
 	int n = backtrace(chain, MAX);
 
 	write(-1, chain, 8 * n);
+	tell(chain, n);
 	return *(const int *)a - *(const int *)b;
 }
 
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "recurse";
+	const char *out = getenv("TRUTH_OUT");
+
+	if (out)
+		truth_fd = open(out, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
 	if (!strcmp(what, "recurse")) {
 		pthread_t t[4];

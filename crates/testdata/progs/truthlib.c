@@ -8,8 +8,8 @@ static volatile int sink;
 
 __attribute__((noinline)) static void lib_leaf(int how)
 {
-	void *chain[256];
-	int n = backtrace(chain, 256);
+	void *chain[128];
+	int n = backtrace(chain, 128);
 
 	if (how & 1)
 		write(-1, chain, 8 * n);
