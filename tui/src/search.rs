@@ -36,7 +36,7 @@ impl App {
             return true;
         }
         if let Some(u) = grp.user_stack {
-            let fs = src.user_frames(grp.pid, grp.last_ts, st.stacks.get(u.stack));
+            let fs = src.user_frames(&self.idx, grp.pid, grp.last_ts, u);
             if frames_match(&fs, true, pat) {
                 return true;
             }
@@ -72,10 +72,10 @@ impl App {
             let grp = &st.groups[g];
             grp.user_stack
                 .filter(|u| u.seq == seq)
-                .map(|u| (grp.pid, grp.last_ts, u.stack))
+                .map(|u| (grp.pid, grp.last_ts, u))
         });
-        user.is_some_and(|(pid, ts, stack)| {
-            frames_match(&src.user_frames(pid, ts, st.stacks.get(stack)), true, pat)
+        user.is_some_and(|(pid, ts, u)| {
+            frames_match(&src.user_frames(&self.idx, pid, ts, u), true, pat)
         })
     }
 

@@ -2,6 +2,7 @@
 //! symbolized group details.
 
 use ustack_stitch::file;
+use ustack_stitch::stitcher::UserStackRef;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
 use ustack_symbolize::{Frame, Symbolizer};
@@ -17,11 +18,17 @@ pub trait Source {
     fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
         addrs.iter().map(|&a| Frame::unknown(a)).collect()
     }
-    /// Symbolized user addresses of `pid` (innermost first), of a stack
-    /// of its group that ended at `ts` (the process's maps then).
-    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
+    /// User stack `u` of `pid` (innermost first), of its group that
+    /// ended at `ts` (the process's maps then), symbolized: unwound from
+    /// its snapshot when it has one.
+    fn user_frames(&mut self, idx: &Index, pid: i32, ts: u64, u: UserStackRef) -> Vec<Frame> {
         let _ = (pid, ts);
-        addrs.iter().map(|&a| Frame::unknown(a)).collect()
+        idx.stitched
+            .stacks
+            .get(u.stack)
+            .iter()
+            .map(|&a| Frame::unknown(a))
+            .collect()
     }
 }
 
@@ -89,12 +96,11 @@ impl Source for FileSource {
         addrs.iter().map(|&a| self.sym.kernel(a)).collect()
     }
 
-    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
-        addrs
-            .iter()
-            .enumerate()
-            .map(|(i, &a)| self.sym.user_at(pid, Some(ts), a, i > 0))
-            .collect()
+    fn user_frames(&mut self, idx: &Index, pid: i32, ts: u64, u: UserStackRef) -> Vec<Frame> {
+        let b = self.file.buffers().get(self.buffer);
+        let f = &self.file;
+        let rec = |s: u64| file::record(f, b?, idx.events.get(s as usize)?);
+        view::user_stack(idx, pid, Some(ts), u, rec, &mut self.sym).0
     }
 
     fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail {

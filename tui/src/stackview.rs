@@ -29,7 +29,7 @@ impl App {
             .and_then(|g| {
                 let grp = &st.groups[g];
                 let u = grp.user_stack.filter(|u| u.seq == seq)?;
-                Some(src.user_frames(grp.pid, grp.last_ts, st.stacks.get(u.stack)))
+                Some(src.user_frames(&self.idx, grp.pid, grp.last_ts, u))
             })
             .unwrap_or_default();
         let dropped_before = match self.idx.loss_before(seq).map(|l| l.count) {
@@ -89,7 +89,7 @@ impl App {
             let grp = &st.groups[g as usize];
             let mut frames: Vec<TreeFrame> = Vec::new();
             if let Some(u) = grp.user_stack {
-                let fs = src.user_frames(grp.pid, grp.last_ts, st.stacks.get(u.stack));
+                let fs = src.user_frames(&self.idx, grp.pid, grp.last_ts, u);
                 frames.extend(fs.iter().rev().map(|f| (tree_label(f), false)));
             }
             if let Some(k) = grp.events.iter().find_map(|e| e.kernel_stack) {

@@ -6,7 +6,7 @@ use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::{Record, TraceFile};
 
 use crate::printfmt::InfoPrinter;
-use crate::stitcher::{Group, GroupKind, Status};
+use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
 use crate::trace::{fields_text, Index};
 use ustack_symbolize::unwind::{End, Snapshot};
 use ustack_symbolize::{Frame, Symbolizer};
@@ -207,19 +207,7 @@ pub fn detail<'r>(
         .map(|u| {
             // The maps of the image the process ran when the stack was taken.
             let ts = Some(idx.cpu_ts(u.seq).1);
-            let kernel = idx.stitched.stacks.get(u.stack);
-            let snap = idx.snapshots.get(&u.seq).and_then(|&s| rec(s));
-            if let Some((snap, f)) = snap.and_then(|r| Some((r, idx.special_snapshot()?))) {
-                if let Some(sn) = snapshot(f, &snap) {
-                    return sym.user_unwound(g.pid, ts, &sn, kernel);
-                }
-            }
-            let frames = kernel
-                .iter()
-                .enumerate()
-                .map(|(i, &a)| sym.user_at(g.pid, ts, a, i > 0))
-                .collect();
-            (frames, None)
+            user_stack(idx, g.pid, ts, u, &rec, sym)
         })
         .unwrap_or_default();
     let comm = comm(idx, sym, g.pid);
@@ -245,6 +233,33 @@ pub fn detail<'r>(
         user_frames,
         user_cut,
     }
+}
+
+/// The frames of user stack `u` of task `pid`, symbolized with the maps
+/// of trace time `ts`: unwound from the stack's snapshot when it has one
+/// (with where it stops being exact, see [`Symbolizer::user_unwound`]),
+/// else the kernel's walk as written. `rec` finds a record by seq.
+pub fn user_stack<'r>(
+    idx: &Index,
+    pid: i32,
+    ts: Option<u64>,
+    u: UserStackRef,
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    sym: &mut Symbolizer,
+) -> (Vec<Frame>, Option<(usize, End)>) {
+    let kernel = idx.stitched.stacks.get(u.stack);
+    let snap = idx.snapshots.get(&u.seq).and_then(|&s| rec(s));
+    if let Some((snap, f)) = snap.and_then(|r| Some((r, idx.special_snapshot()?))) {
+        if let Some(sn) = snapshot(f, &snap) {
+            return sym.user_unwound(pid, ts, &sn, kernel);
+        }
+    }
+    let frames = kernel
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| sym.user_at(pid, ts, a, i > 0))
+        .collect();
+    (frames, None)
 }
 
 /// The registers and stack bytes of a `user_unwind_snapshot` record.

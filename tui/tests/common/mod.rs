@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ustack_stitch::stitcher::UserStackRef;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::GroupDetail;
 use ustack_symbolize::Frame;
@@ -153,8 +154,8 @@ impl Source for Named {
     fn kernel_frames(&mut self, addrs: &[u64]) -> Vec<Frame> {
         with_internal(self.0.kernel_frames(addrs))
     }
-    fn user_frames(&mut self, pid: i32, ts: u64, addrs: &[u64]) -> Vec<Frame> {
-        let mut v = self.0.user_frames(pid, ts, addrs);
+    fn user_frames(&mut self, idx: &Index, pid: i32, ts: u64, u: UserStackRef) -> Vec<Frame> {
+        let mut v = self.0.user_frames(idx, pid, ts, u);
         v.iter_mut().for_each(name_user);
         v
     }
