@@ -125,6 +125,14 @@ fn dlopened_library_in_a_pie() {
 }
 
 #[test]
+fn through_a_signal_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = truth_c(&dir, &["-fomit-frame-pointer"]);
+    // the handler's two calls, through write() and syscall()
+    all_exact("signal", &run_traced(&[&bin, "signal"], WHOLE), 2);
+}
+
+#[test]
 fn cpp_lambda_under_std_sort_after_a_caught_exception() {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("truthxx");

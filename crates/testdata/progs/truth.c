@@ -12,13 +12,14 @@
  * "tid n addr..." (hex) to that file: for tracers that cannot read the
  * arguments (a recording in a guest).
  *
- * usage: truth CASE   (recurse, qsort, dlopen LIB, deep)
+ * usage: truth CASE   (recurse, qsort, dlopen LIB, deep, signal)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <execinfo.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,23 @@ NOINLINE static int compare(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+/* The marked calls of the signal case are made from a signal handler,
+ * so that the unwinder goes through the signal frame (__restore_rt). */
+static void on_signal(int sig)
+{
+	work(sig & 1);
+	work((sig & 1) + 1);
+}
+
+NOINLINE static void signal_at(int d)
+{
+	if (d == 0)
+		raise(SIGUSR1);
+	else
+		signal_at(d - 1);
+	sink += d;
+}
+
 int main(int argc, char **argv)
 {
 	const char *what = argc > 1 ? argv[1] : "recurse";
@@ -121,6 +139,9 @@ int main(int argc, char **argv)
 			return 2;
 		f(3);
 		f(4);
+	} else if (!strcmp(what, "signal")) {
+		signal(SIGUSR1, on_signal);
+		signal_at(10);
 	} else if (!strcmp(what, "deep")) {
 		depth_of_recursion = 200;
 		thread_main((void *)1);
