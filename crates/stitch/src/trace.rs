@@ -474,7 +474,8 @@ impl Index {
                         }
                         continue;
                     }
-                    let waiting = pending.remove(&rec.cpu);
+                    // (Only files with snapshots pay for the lookup.)
+                    let waiting = snapshot_id.and_then(|_| pending.remove(&rec.cpu));
                     // A snapshot belongs to the stack entry right after it
                     // on its CPU (same task and cookie); like a mapping
                     // record it joins no group itself.
