@@ -48,6 +48,12 @@ else
 	KSRC=$("$REPO/kernel-patch/build.sh" --print-src)
 fi
 [ -f "$BZ" ] || die "no bzImage at $BZ"
+# cases whose kernel patch the built series does not have yet (it is added to
+# kernel-patch/series later): their skip is reported as pending, not failed
+PENDING=()
+if [ -n "$KSRC" ] && ! grep -qs user_stack_snapshot_size "$KSRC/kernel/trace/trace_user_unwind.c"; then
+	PENDING+=(--pending "17:the built series has no user stack snapshot patch")
+fi
 phase_done kernel
 
 # host packages tracer-cli's build and the guest need (trace-cmd, libtraceevent...)
@@ -129,7 +135,7 @@ phase_done "qemu(rc=$qrc)"
 set +e
 rm -rf "$OUT/files"
 python3 "$HERE/check.py" "$OUT/data.log" "$OUT/console.log" "$WORK/ustest" --qemu-rc $qrc --save "$OUT/files" \
-	${ONLY:+--only "$ONLY"} $([ $timed_out = 1 ] && echo --timed-out)
+	${ONLY:+--only "$ONLY"} $([ $timed_out = 1 ] && echo --timed-out) "${PENDING[@]}"
 rc=$?
 set -e
 phase_done check

@@ -27,6 +27,11 @@
  *   ustest signal N       main -> do_signal -> sig_level1 -> sig_raise: N x kill(self,
  *                         SIGUSR1), handled; the signal is delivered on the way back
  *                         from kill, after the deferred unwind ran (requests then are late)
+ *   ustest snap N         main -> do_snap -> snap_level1 (12 KB of locals) -> snap_leaf:
+ *                         N x getppid (N <= 64), each with two words on snap_leaf's stack,
+ *                         SNAP_MAGIC + i and their own address; prints, per call, the
+ *                         stack pointer at the syscall instruction and the words' address,
+ *                         and the range of its [stack] mapping (user stack snapshots)
  *
  * Each mode prints one line of ground truth to stdout: "ustest MODE pid=P ...".
  */
@@ -126,6 +131,64 @@ NOINL int do_deep(int n)
 {
 	sink = deep_level(n);
 	printf("ustest deep pid=%d depth=%d syscall=%d\n", getpid(), n, SYS_getppid);
+	return 0;
+}
+
+/* ---- snap ---- */
+#define SNAP_MAGIC 0x5eedf00d00c0ffeeUL
+#define SNAP_MAX 64
+static unsigned long snap_sp[SNAP_MAX], snap_marker[SNAP_MAX];
+
+NOINL long snap_leaf(int i)
+{
+	volatile unsigned long marker[2];
+	unsigned long sp;
+	long r;
+
+	marker[0] = SNAP_MAGIC + i;
+	marker[1] = (unsigned long)&marker[0];
+	/* the stack pointer the kernel sees: rsp at the syscall instruction */
+	asm volatile("mov %%rsp, %1\n\tsyscall"
+		     : "=a"(r), "=&r"(sp)
+		     : "a"((long)SYS_getppid)
+		     : "rcx", "r11", "memory");
+	snap_sp[i] = sp;
+	snap_marker[i] = (unsigned long)&marker[0];
+	after_syscall(r);
+	return r;
+}
+
+NOINL long snap_level1(int n)
+{
+	volatile char pad[12288];
+	long r = 0;
+
+	pad[0] = 1;
+	pad[sizeof(pad) - 1] = 1;
+	for (int i = 0; i < n; i++)
+		r += snap_leaf(i);
+	return r + pad[0];
+}
+
+NOINL int do_snap(int n)
+{
+	unsigned long lo = 0, hi = 0;
+	char line[512];
+	FILE *f;
+
+	if (n > SNAP_MAX)
+		n = SNAP_MAX;
+	sink = snap_level1(n);
+	f = fopen("/proc/self/maps", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "[stack]"))
+			sscanf(line, "%lx-%lx", &lo, &hi);
+	if (f)
+		fclose(f);
+	printf("ustest snap pid=%d n=%d syscall=%d stack=%lx-%lx magic=%lx\n", getpid(), n,
+	       SYS_getppid, lo, hi, SNAP_MAGIC);
+	for (int i = 0; i < n; i++)
+		printf("snap i=%d sp=%lx marker=%lx\n", i, snap_sp[i], snap_marker[i]);
 	return 0;
 }
 
@@ -449,7 +512,9 @@ int main(int argc, char **argv)
 		return do_signal(n);
 	if (!strcmp(argv[1], "gang") && argc > 3)
 		return do_gang(n, argv[3]);
+	if (!strcmp(argv[1], "snap"))
+		return do_snap(n);
 usage:
-	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang N [MARKER|FILE]\n");
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap N [MARKER|FILE]\n");
 	return 2;
 }
