@@ -155,11 +155,7 @@ fn a_corrupt_rec_in_a_format_does_not_kill_report() {
 #[test]
 fn a_refused_format_prints_like_trace_cmd_prints_an_unparsable_one() {
     if Command::new("trace-cmd").arg("-h").output().is_err() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but trace-cmd is not installed");
-        }
-        eprintln!("SKIP: needs trace-cmd");
-        return;
+        return ustack_testdata::skip_unless_ci("needs trace-cmd");
     }
     let dir = tmpdir("tc");
     let zero = edited(&dir, "zero.dat", "REC->args[1]", "9/REC->id   ");

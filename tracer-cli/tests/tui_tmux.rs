@@ -134,11 +134,7 @@ fn trace(dir: &Path) -> PathBuf {
 #[test]
 fn tui_in_tmux() {
     if !have_tmux() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("tmux is required under CI=true");
-        }
-        eprintln!("SKIP: tmux is not installed");
-        return;
+        return ustack_testdata::skip_unless_ci("needs tmux");
     }
     let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -370,11 +366,7 @@ fn tui_live_in_tmux() {
 #[test]
 fn tui_selection_in_tmux() {
     if !have_tmux() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("tmux is required under CI=true");
-        }
-        eprintln!("SKIP: tmux is not installed");
-        return;
+        return ustack_testdata::skip_unless_ci("needs tmux");
     }
     let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-sel-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

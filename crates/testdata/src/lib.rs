@@ -16,6 +16,7 @@
 //! t.write(std::path::Path::new("/tmp/t.dat")).unwrap();
 //! ```
 
+pub mod skip;
 pub mod top;
 pub mod truth;
 
@@ -26,6 +27,7 @@ use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
 };
 
+pub use skip::skip_unless_ci;
 pub use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 
 /// Event id of `ftrace:kernel_stack`.
