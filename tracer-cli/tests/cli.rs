@@ -99,16 +99,49 @@ fn into_closed_pipe(args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// Runs tracer-cli with its stdout a pipe of the smallest size, reads the
+/// first `keep` bytes of it and closes the pipe: whatever tracer-cli writes
+/// beyond `keep` and the pipe's capacity then fails with `EPIPE`. Returns
+/// what was read, the pipe's capacity and how tracer-cli ended.
+fn reader_goes_away_after(args: &[&str], keep: usize) -> (Vec<u8>, usize, Output) {
+    use std::io::Read;
+    // Close-on-exec: no child may hold the read end open (tracer-cli
+    // itself, or one that another test starts meanwhile).
+    let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).unwrap();
+    let capacity = nix::fcntl::fcntl(&w, nix::fcntl::FcntlArg::F_SETPIPE_SZ(4096)).unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(args)
+        .stdout(Stdio::from(w))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut read = vec![0; keep];
+    // The reader goes away at the end of this statement.
+    std::fs::File::from(r).read_exact(&mut read).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (read, usize::try_from(capacity).unwrap(), out)
+}
+
 #[test]
 fn report_survives_a_reader_that_went_away() {
+    // A thousand tasks, each with one kernel entry and its user stack,
+    // spread over 128 CPUs: every form prints far more than a pipe holds
+    // (--folded a line per task, --stat a few per CPU).
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.dat");
-    let mut b = TraceBuilder::new(1);
-    for i in 0..50 {
-        b.sys_enter(0, 1_000 + i, 10, 1);
+    let mut b = TraceBuilder::new(128);
+    for i in 0..1000u32 {
+        let (pid, cpu, ts) = (1000 + i as i32, i % 128, 1_000 + 10 * u64::from(i));
+        let cookie = (u64::from(i) + 1) << 32 | u64::from(cpu + 1);
+        b.comm(pid, &format!("task-{i}"));
+        b.sys_enter(cpu, ts, pid, 1);
+        b.cookie(cpu, ts, pid, cookie);
+        let stack = [0x40_1000 + u64::from(i), 0x40_2000];
+        b.unwind_stack(cpu, ts + 5, pid, cookie, &stack);
     }
     b.write(&path).unwrap();
     let p = path.to_str().unwrap();
+    const KEEP: usize = 1000;
     for form in [
         &[][..],
         &["--stacks"],
@@ -118,6 +151,24 @@ fn report_survives_a_reader_that_went_away() {
     ] {
         let mut args = vec!["report", "-i", p];
         args.extend_from_slice(form);
+        let full = tracer_cli(&args);
+        assert_eq!(full.status.code(), Some(0), "{args:?}: {}", stderr(&full));
+        // The reader reads the start of the output, then goes away while
+        // tracer-cli still has more to write than the pipe holds.
+        let (read, capacity, o) = reader_goes_away_after(&args, KEEP);
+        assert!(
+            full.stdout.len() > KEEP + capacity,
+            "{args:?}: {} bytes do not overflow a pipe of {capacity} after {KEEP} read",
+            full.stdout.len()
+        );
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{args:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&read),
+            String::from_utf8_lossy(&full.stdout[..KEEP]),
+            "{args:?}: what the reader got before it went away"
+        );
+        // A reader gone before the first write.
         let o = into_closed_pipe(&args);
         assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
         assert_eq!(stderr(&o), "", "{args:?}");
