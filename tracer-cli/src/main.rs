@@ -5,6 +5,10 @@
 //! in its own module under [`cmd`], and the real work is done by the library
 //! crates (`ustack-record`, `ustack-printer`, `ustack-tui`, ...).
 
+// Output goes through `write!` so that a closed pipe is an error `main`
+// can end quietly on, not a panic (see `epipe`).
+#![warn(clippy::print_stdout)]
+
 mod cmd;
 mod epipe;
 mod signals;
@@ -84,21 +88,14 @@ fn main() {
         .subcommand()
         .map(|(_, m)| m.clone())
         .unwrap_or_default();
-    epipe::install_panic_hook();
-    // AssertUnwindSafe: after a panic nothing of `cli` or `sub` is used
-    // again (the process exits or the panic resumes).
-    let outcome =
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || run(cli.command, &sub)));
-    match outcome {
-        Ok(Ok(())) => {}
+    match run(cli.command, &sub) {
+        Ok(()) => {}
         // A reader that went away (`| head`) is not a failure.
-        Ok(Err(err)) if epipe::is_broken_pipe(&err) => std::process::exit(0),
-        Ok(Err(err)) => {
+        Err(err) if epipe::is_broken_pipe(&err) => std::process::exit(0),
+        Err(err) => {
             // One line, whatever went wrong: the chain is joined with ": ".
             eprintln!("tracer-cli: {err:#}");
             std::process::exit(1);
         }
-        Err(panic) if epipe::is_broken_pipe_panic(&*panic) => std::process::exit(0),
-        Err(panic) => std::panic::resume_unwind(panic),
     }
 }

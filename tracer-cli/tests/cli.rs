@@ -148,6 +148,12 @@ fn report_survives_a_reader_that_went_away() {
         &["--json"],
         &["--folded"],
         &["--stat"],
+        // The hook is printed first, on its own.
+        &[
+            "--profile",
+            "-H",
+            "sched:sched_wakeup,pid/sched:sched_switch,next_pid",
+        ],
     ] {
         let mut args = vec!["report", "-i", p];
         args.extend_from_slice(form);
@@ -175,6 +181,17 @@ fn report_survives_a_reader_that_went_away() {
     }
     let o = into_closed_pipe(&["--help"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// clap_complete panics when its writer fails, so the script is written
+/// whole by tracer-cli itself.
+#[test]
+fn completions_survive_a_reader_that_went_away() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = into_closed_pipe(&["completions", shell]);
+        assert_eq!(o.status.code(), Some(0), "{shell}: {}", stderr(&o));
+        assert_eq!(stderr(&o), "", "{shell}");
+    }
 }
 
 #[test]

@@ -33,10 +33,11 @@ pub struct ManArgs {
 /// Prints the completion script for a shell.
 pub fn completions(args: CompletionsArgs) -> Result<()> {
     let mut cmd = crate::Cli::command();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    clap_complete::generate(args.shell, &mut cmd, "tracer-cli", &mut out);
-    out.flush()?;
+    // Into memory first: clap_complete panics when a write fails, and a
+    // closed stdout must end the command quietly instead.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "tracer-cli", &mut script);
+    std::io::stdout().lock().write_all(&script)?;
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::select::SelectArgs;
+use crate::epipe::is_broken_pipe;
 use ustack_printer::profile::{Hook, InstanceRecord, ProfileOptions};
 use ustack_printer::report::{report_files, CpuList, Input, Plugins, ReportOptions};
 use ustack_printer::stacks::{self, Mode, View};
@@ -268,7 +269,7 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
         .map(|h| Hook::parse(h))
         .collect::<Result<Vec<_>>>()?;
     for h in &hooks {
-        println!("{}", h.describe());
+        writeln!(std::io::stdout(), "{}", h.describe())?;
     }
     let paths = args.paths()?;
     let first_input = matches.indices_of("input").and_then(|mut i| i.next());
@@ -457,11 +458,6 @@ fn ts_offset_per_file(args: &Args, matches: &clap::ArgMatches, files: usize) -> 
         }
     }
     offsets
-}
-
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<std::io::Error>()
-        .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// `report --stacks|--json|--folded`.
