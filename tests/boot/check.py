@@ -28,6 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import rawtrace  # noqa: E402
 import snapcheck  # noqa: E402
 import symcheck  # noqa: E402
+import unwindcheck  # noqa: E402
 
 # Expected call chains of tests/boot/progs/ustest.c, innermost first.
 CHAIN = ["chain_level3", "chain_level2", "chain_level1", "do_chain", "main"]
@@ -1295,6 +1296,7 @@ CASES = [
     ("15-tracer-syscalls", "tracer_user_unwind_syscall_stacks", case_tracer_syscalls),
     ("16-deep-stack", "deep_stack_keeps_innermost_frames", case_deep_stack),
     ("17-snapshot", "user_stack_snapshot_per_stack", lambda c, f: snapcheck.case(c, f, expect, CaseFail)),
+    ("18-unwound", "tracer_cli_unwound_stacks_ground_truth", lambda c, f: unwindcheck.case(c, f, expect, CaseFail)),
 ]
 
 

@@ -20,7 +20,7 @@ for prog in o2 fp; do
 	for size in default 4k; do
 		us=deferred
 		[ $size = default ] || us=deferred,$size
-		TRUTH_OUT=$PWD/$prog-$size.truth tracer-cli record -q --user-stacks $us -b 2048 -o t.dat \
+		TRUTH_OUT=$PWD/$prog-$size.truth tracer-cli record -q -F --user-stacks $us -b 2048 -o t.dat \
 			-e raw_syscalls:sys_enter -f 'id == 110 || id == 1' -- /bin/truth-$prog recurse \
 			>/dev/null 2>$prog-$size.record.err
 		echo "rc=$?" >$prog-$size.record.rc
