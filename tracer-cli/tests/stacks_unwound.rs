@@ -50,12 +50,10 @@ fn groups(path: &std::path::Path) -> Vec<Value> {
     v["groups"].as_array().expect("groups").clone()
 }
 
-fn addr(f: &Value) -> u64 {
-    u64::from_str_radix(f["addr"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
-}
-
-#[test]
-fn unwound_stacks_of_an_o2_program_are_exact_in_the_report() {
+/// truth.c built -O2 without frame pointers, run as `truth CASE` under
+/// the tracer with snapshots of `snap` bytes; the binary is in the
+/// returned directory.
+fn traced_o2(case: &str, snap: usize) -> (tempfile::TempDir, Vec<Capture>) {
     let dir = tempfile::tempdir().unwrap();
     let bin = dir.path().join("truth");
     compile(
@@ -63,7 +61,17 @@ fn unwound_stacks_of_an_o2_program_are_exact_in_the_report() {
         &bin,
         &["-O2", "-pthread", "-fomit-frame-pointer"],
     );
-    let caps = run_traced(&[bin.to_str().unwrap(), "recurse"], 60000);
+    let caps = run_traced(&[bin.to_str().unwrap(), case], snap);
+    (dir, caps)
+}
+
+fn addr(f: &Value) -> u64 {
+    u64::from_str_radix(f["addr"].as_str().unwrap().trim_start_matches("0x"), 16).unwrap()
+}
+
+#[test]
+fn unwound_stacks_of_an_o2_program_are_exact_in_the_report() {
+    let (dir, caps) = traced_o2("recurse", 60000);
     assert_eq!(caps.len(), 15);
     let file = dir.path().join("snap.dat");
     trace_of(&caps, &file, true);
@@ -106,14 +114,7 @@ fn unwound_stacks_of_an_o2_program_are_exact_in_the_report() {
 
 #[test]
 fn a_cut_stack_is_marked_in_stacks_and_json() {
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("truth");
-    compile(
-        "truth.c",
-        &bin,
-        &["-O2", "-pthread", "-fomit-frame-pointer"],
-    );
-    let caps = run_traced(&[bin.to_str().unwrap(), "deep"], 2048);
+    let (dir, caps) = traced_o2("deep", 2048);
     let file = dir.path().join("cut.dat");
     trace_of(&caps, &file, true);
     for (g, c) in groups(&file).iter().zip(&caps) {

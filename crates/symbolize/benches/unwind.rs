@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use ustack_symbolize::unwind::{Mapping, Snapshot, Unwinder};
+use ustack_symbolize::unwind::{Snapshot, Unwinder};
 use ustack_testdata::truth::{compile, run_traced};
 
 fn main() {
@@ -33,19 +33,7 @@ fn main() {
             bp: c.bp,
             data: &c.stack,
         };
-        u.unwind(&snap, &c.kernel, |a| {
-            c.maps
-                .maps
-                .iter()
-                .find(|m| m.start <= a && a < m.end)
-                .map(|m| Mapping {
-                    base: m.start,
-                    end: m.end,
-                    path: &m.path,
-                })
-        })
-        .frames
-        .len()
+        u.unwind_in(&snap, &c.kernel, &c.maps.maps).frames.len()
     };
     // Warm: every file loaded, every rule cached.
     let per_round: usize = caps.iter().map(|c| unwind(&mut u, c)).sum();

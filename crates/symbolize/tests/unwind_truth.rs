@@ -3,7 +3,7 @@
 //! before a system call; every frame of the unwound stack is checked
 //! against it (see tests/common).
 
-use ustack_symbolize::unwind::{End, Mapping, Snapshot, Unwinder, Unwound, Via};
+use ustack_symbolize::unwind::{End, Snapshot, Unwinder, Unwound, Via};
 use ustack_testdata::truth::{compile, function_of, run_traced, Capture};
 
 /// A stack snapshot as large as any stack here: the whole stack.
@@ -16,17 +16,7 @@ fn unwind(u: &mut Unwinder, c: &Capture) -> Unwound {
         bp: c.bp,
         data: &c.stack,
     };
-    u.unwind(&snap, &c.kernel, |a| {
-        c.maps
-            .maps
-            .iter()
-            .find(|m| m.start <= a && a < m.end)
-            .map(|m| Mapping {
-                base: m.start,
-                end: m.end,
-                path: &m.path,
-            })
-    })
+    u.unwind_in(&snap, &c.kernel, &c.maps.maps)
 }
 
 /// Frames exact / frames delivered of one stack, checked against the

@@ -194,23 +194,17 @@ impl Unwinder {
         }];
         let mut hits: Vec<Hit> = Vec::with_capacity(4);
         let mut exact = true;
-        let end = loop {
+        // Why the CFI walk stopped, and whether the kernel's chain may
+        // take over there.
+        let (end, join) = loop {
             if frames.len() >= MAX_FRAMES {
-                break End::TooDeep;
+                break (End::TooDeep, false);
             }
             let ip = regs[usize::from(RIP)].unwrap_or(0);
             let look = if exact { ip } else { ip.wrapping_sub(1) };
             let rule = self.rule_for(look, &mut hits, &mut find);
             let Some(rule) = rule else {
-                break self.join_kernel(
-                    &regs,
-                    snap,
-                    kernel,
-                    &mut frames,
-                    &mut hits,
-                    &mut find,
-                    End::NoUnwindInfo,
-                );
+                break (End::NoUnwindInfo, true);
             };
             let signal = rule.signal;
             let next = rule.apply(&regs, snap);
@@ -220,10 +214,10 @@ impl Unwinder {
                     let (sp, nsp) = (regs[usize::from(RSP)], n[usize::from(RSP)]);
                     let ra = n[usize::from(RIP)].unwrap_or(0);
                     if ra == 0 {
-                        break End::Complete;
+                        break (End::Complete, false);
                     }
                     if !signal && nsp <= sp {
-                        break End::BadFrame;
+                        break (End::BadFrame, false);
                     }
                     regs = n;
                     exact = signal;
@@ -233,23 +227,17 @@ impl Unwinder {
                         exact,
                     });
                 }
-                Err(Fail::Outermost) => break End::Complete,
-                Err(Fail::Outside) if fp_frame => {
-                    break self.join_kernel(
-                        &regs,
-                        snap,
-                        kernel,
-                        &mut frames,
-                        &mut hits,
-                        &mut find,
-                        End::SnapshotExhausted,
-                    )
-                }
-                Err(Fail::Outside) => break End::SnapshotExhausted,
+                Err(Fail::Outermost) => break (End::Complete, false),
+                Err(Fail::Outside) => break (End::SnapshotExhausted, fp_frame),
                 Err(Fail::UnknownRegister | Fail::BadExpression) => {
-                    break End::NoUnwindInfo;
+                    break (End::NoUnwindInfo, false);
                 }
             }
+        };
+        let end = if join {
+            self.join_kernel(&regs, snap, kernel, &mut frames, &mut hits, &mut find, end)
+        } else {
+            end
         };
         let cut = match end {
             End::Complete => None,
@@ -264,6 +252,26 @@ impl Unwinder {
             end
         };
         Unwound { frames, end, cut }
+    }
+
+    /// [`Unwinder::unwind`] in one process whose file mappings are `maps`
+    /// (sorted by start, as a [`ProcMap`](ustack_tracedata::ProcMap)
+    /// holds them).
+    pub fn unwind_in(
+        &mut self,
+        snap: &Snapshot<'_>,
+        kernel: &[u64],
+        maps: &[ustack_tracedata::LibMap],
+    ) -> Unwound {
+        self.unwind(snap, kernel, |a| {
+            let i = maps.partition_point(|m| m.start <= a).checked_sub(1)?;
+            let m = maps.get(i).filter(|m| a < m.end)?;
+            Some(Mapping {
+                base: m.start,
+                end: m.end,
+                path: &m.path,
+            })
+        })
     }
 
     /// The rule at `look`, through the walk's recent mappings and the
