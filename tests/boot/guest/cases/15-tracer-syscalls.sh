@@ -11,26 +11,14 @@ I=$(mkinst c15)
 grep -qw user_unwind "$I/available_tracers" || skip "no user_unwind tracer"
 need "$T/events/ftrace/user_unwind_syscall/format" "kernel lacks the user_unwind_syscall entry"
 w 1024 "$I/buffer_size_kb"
-mkfifo go
-(
-	read -r p _ </proc/self/stat
-	echo "$p" >pid.txt
-	read -r x <go
-	exec ustest chain 20 >truth.txt
-) &
-n=0
-while [ ! -s pid.txt ]; do
-	[ $n -lt 600 ] || { echo "the subshell wrote no pid"; exit 1; }
-	sleep 0.1
-	n=$((n + 1))
-done
-w "$(cat pid.txt)" "$I/set_event_pid"
+held truth.txt ustest chain 20
+w "$HELD_PID" "$I/set_event_pid"
 w 1 "$I/events/raw_syscalls/sys_enter/enable"
 w user_unwind "$I/current_tracer"
 cat "$I/options/userstacktrace_delay" >option.txt
 ustest chain 7 >truth-other.txt &
 other=$!
-echo go >go
+release
 wait
 w 0 "$I/tracing_on"
 cat "$I/trace" >trace.txt

@@ -56,22 +56,10 @@ E=$(mkinst c17e) || exit 1
 w 512 "$E/buffer_size_kb"
 w 512 "$E/user_stack_snapshot_size"
 cat "$E/user_stack_snapshot_size" >size-e.txt
-mkfifo go
-(
-	read -r p _ </proc/self/stat
-	echo "$p" >pid.txt
-	read -r x <go
-	exec ustest snap 10 >truth.txt
-) &
-n=0
-while [ ! -s pid.txt ]; do
-	[ $n -lt 600 ] || { echo "the subshell wrote no pid"; exit 1; }
-	sleep 0.1
-	n=$((n + 1))
-done
-w "$(cat pid.txt)" "$E/set_event_pid"
+held truth.txt ustest snap 10
+w "$HELD_PID" "$E/set_event_pid"
 w user_unwind "$E/current_tracer"
-echo go >go
+release
 wait
 rm -f go
 for i in a b c d e t; do

@@ -92,3 +92,28 @@ record_deferred() {
 	tracer-cli reset >/dev/null 2>&1
 	true
 }
+
+# held OUT CMD...: starts CMD (stdout to OUT) in a subshell that waits for
+# `release` before it execs, so that its pid can be put into filters
+# first; sets HELD_PID.
+held() {
+	out=$1
+	shift
+	mkfifo go
+	(
+		read -r p _ </proc/self/stat
+		echo "$p" >pid.txt
+		read -r x <go
+		exec "$@" >"$out"
+	) &
+	n=0
+	while [ ! -s pid.txt ]; do
+		[ $n -lt 600 ] || { echo "the subshell wrote no pid"; exit 1; }
+		sleep 0.1
+		n=$((n + 1))
+	done
+	HELD_PID=$(cat pid.txt)
+}
+
+# release: lets the command started by `held` exec.
+release() { echo go >go; }
