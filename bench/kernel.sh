@@ -7,7 +7,8 @@
 # ring-buffer bytes per entry for: no tracing; events only; + synchronous
 # `userstacktrace`; + deferred (`userstacktrace_delay`), at user stack depths 8, 32
 # and 128 and 1, 2, 4 and 8 events per kernel entry (medians of interleaved rounds),
-# then the ratios the issue's goals are stated in. The workload is a static C
+# then the ratios the issue's goals are stated in (and, with snapSIZE modes,
+# deferred with user stack snapshots, issue 19 section 6). The workload is a static C
 # program with frame pointers (bench/kernel/kbench.c) making getppid through a raw
 # `syscall` instruction; the events are raw_syscalls:sys_enter (1), + sys_exit (2),
 # + syscalls:sys_{enter,exit}_getppid (4), + 4 event probes on those (8), top
@@ -28,8 +29,14 @@
 #      BENCH_MODES (none,events,sync,deferred; add maps for + deferred with the
 #      kernel's mapping records, userstacktrace_maps: an extra table, and a
 #      first-sight table: the first stack of a fresh process, static kbench and a
-#      dynamically linked kbench-dyn), BENCH_FIRST (repetitions of the
-#      first-sight measurement, default BENCH_ROUNDS with maps, else 0),
+#      dynamically linked kbench-dyn; add snapSIZE modes, e.g.
+#      snap128,snap512,snap2k,snap4k, for + deferred with a user stack snapshot
+#      of SIZE bytes per stack, user_stack_snapshot_size of the top instance,
+#      k = 1024: an extra table against deferred and sync), BENCH_FIRST
+#      (repetitions of the first-sight measurement, default BENCH_ROUNDS with
+#      maps, else 0), BENCH_STACK (bytes of live stack kbench keeps above its
+#      frames, default the largest snapshot size of BENCH_MODES, else 0: every
+#      mode of the run gets it, so that each snapshot finds the bytes it asks for),
 #      BENCH_KTREE (private patched tree of build.sh, default "bench"; empty: the
 #      shared tree), BENCH_PROFILE_FUNCS (functions for --profile; not the
 #      kernel's own stack unwinder, unwind_next_frame & co: graph-tracing it makes
@@ -67,6 +74,15 @@ SMP=${BENCH_SMP:-1}
 KTREE=${BENCH_KTREE-bench}
 MODES=${BENCH_MODES:-none,events,sync,deferred}
 case ",$MODES," in *,maps,*) FIRST=${BENCH_FIRST:-$ROUNDS} ;; *) FIRST=0 ;; esac
+# snapshot modes: snapSIZE, SIZE in bytes or KB (snap2k); the largest, in bytes
+SNAP=0
+for m in ${MODES//,/ }; do
+	case $m in snap*) ;; *) continue ;; esac
+	[[ $m =~ ^snap([0-9]+)(k?)$ ]] || { echo "kernel.sh: mode $m: snapSIZE, e.g. snap512 or snap2k" >&2; exit 2; }
+	b=$(( 10#${BASH_REMATCH[1]} * (${#BASH_REMATCH[2]} ? 1024 : 1) ))
+	if [ "$b" -gt "$SNAP" ]; then SNAP=$b; fi
+done
+STACK=${BENCH_STACK:-$SNAP}
 [ -n "$PROFILE" ] && FIRST=0
 [ "$ROUNDS" -ge 1 ] && [ "$N" -ge 1 ] 2>/dev/null || { echo "kernel.sh: BENCH_ROUNDS and BENCH_N must be positive" >&2; exit 2; }
 command -v qemu-system-x86_64 >/dev/null || { echo "kernel.sh: qemu-system-x86_64 missing (kernel-patch/build.sh --prereqs)" >&2; exit 1; }
@@ -110,10 +126,13 @@ fi
 install -m755 "$HERE/init" "$R/init"
 (cd "$R" && find . | cpio -o -H newc --quiet) >"$WORK/initramfs.cpio"
 
-# the largest entry: deferred, depth 128, 8 events (~1.5 KB); twice that per call
-BUF_KB=${BENCH_BUFFER_KB:-$(( (N + 2000) * 3 + 1024 ))}
+# the largest entry: deferred, depth 128, 8 events (~1.5 KB); twice that per call.
+# A snapshot adds its size, and a snapshot of more than half a sub-buffer may
+# leave most of a sub-buffer unused each time: two 4 KB sub-buffers per call
+# of any snapshot mode.
+BUF_KB=${BENCH_BUFFER_KB:-$(( (N + 2000) * (SNAP > 0 ? 3 + 8 * ((SNAP + 4095) / 4096) : 3) + 1024 ))}
 echo "kernel.sh: tree ${KTREE:-shared}, series ${PATCHES:-$REPO/kernel-patch}," \
-	"$ROUNDS rounds of $N calls, smp $SMP, clock ${BENCH_CLOCK:-icount}, buffer ${BUF_KB} KB${PROFILE:+, profile}" >&2
+	"$ROUNDS rounds of $N calls, smp $SMP, modes $MODES$( [ "$STACK" = 0 ] || echo " (stack $STACK)"), clock ${BENCH_CLOCK:-icount}, buffer ${BUF_KB} KB${PROFILE:+, profile}" >&2
 # The guest's clock: by default instruction counting (-icount shift=0: one guest
 # instruction = 1 ns of guest time), so the numbers do not depend on how busy the
 # host is; BENCH_CLOCK=wall uses TCG's real-time clock instead.
@@ -131,7 +150,7 @@ t0=$(date +%s)
 set +e
 timeout "${QEMU_TIMEOUT:-3600}" qemu-system-x86_64 -accel tcg "${ICOUNT[@]}" -smp "$SMP" -m 1024 -nodefaults \
 	-display none -no-reboot -kernel "$WORK/bzImage" -initrd "$WORK/initramfs.cpio" "${PLUGIN[@]}" \
-	-append "console=ttyS0 panic=-1 loglevel=4 ${BENCH_INSNS:+nokaslr }kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB kbench.modes=$MODES kbench.first=$FIRST${PROFILE:+ kbench.profile=$PROFILE kbench.profile_modes=${BENCH_PROFILE_MODES:-deferred,sync}}" \
+	-append "console=ttyS0 panic=-1 loglevel=4 ${BENCH_INSNS:+nokaslr }kbench.rounds=$ROUNDS kbench.n=$N kbench.warmup=$WARMUP kbench.depths=$DEPTHS kbench.events=$EVENTS kbench.buffer_kb=$BUF_KB kbench.modes=$MODES kbench.first=$FIRST kbench.stack=$STACK${PROFILE:+ kbench.profile=$PROFILE kbench.profile_modes=${BENCH_PROFILE_MODES:-deferred,sync}}" \
 	-serial "file:$WORK/console.log" -serial "file:$WORK/data.log" >"$WORK/qemu.log" 2>&1
 qrc=$?
 set -e

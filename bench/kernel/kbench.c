@@ -5,7 +5,7 @@
  * kernel's user unwinders (synchronous userstacktrace and the deferred one)
  * walk exactly DEPTH frames.
  *
- *   kbench DEPTH N [WARMUP]
+ *   kbench DEPTH N [WARMUP [STACK]]
  *
  * Recurses until the user stack is DEPTH frames deep (counted by walking its
  * own frame pointers with the kernel unwinder's rules: the interrupted ip,
@@ -20,7 +20,15 @@
  * loop (bytes include the event headers, time extends and page padding:
  * what the calls cost the ring buffer). The few syscalls made to read the
  * stats themselves add a few events (well under 0.1% of N).
+ *
+ * STACK (bytes, default 0): main first reserves and writes that much of its
+ * own frame, so that at least STACK bytes of live user stack lie above the
+ * leaf's stack pointer whatever the stack randomization left at the top (the
+ * snapshot modes of bench/kernel.sh: a user_stack_snapshot_size of STACK
+ * then always finds that many bytes to copy). The frame pointer chain, and
+ * so DEPTH, is the same.
  */
+#include <alloca.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -167,15 +175,23 @@ static NOINL void descend(int more)
 
 int main(int argc, char **argv)
 {
+	long stack;
 	int base;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: kbench DEPTH N [WARMUP]\n");
+		fprintf(stderr, "usage: kbench DEPTH N [WARMUP [STACK]]\n");
 		return 2;
 	}
 	want_depth = atoi(argv[1]);
 	n_calls = atol(argv[2]);
 	n_warmup = argc > 3 ? atol(argv[3]) : 1000;
+	stack = argc > 4 ? atol(argv[4]) : 0;
+	if (stack > 0) {
+		char *pad = alloca(stack);
+
+		memset(pad, 1, stack);
+		asm volatile("" : : "r"(pad) : "memory");
+	}
 	/* frames below main's callee: main, libc start code; leaf and descend add the rest */
 	base = depth_here();
 	if (n_calls <= 0 || want_depth < base + 2) {

@@ -4,8 +4,9 @@
 usage: report.py DATA_LOG N
 
 Medians over the rounds of ns per kernel entry and ring-buffer bytes per entry,
-then the ratios issue 11 section 7 states its goals in. With profile lines (P),
-the function profiler's table instead.
+then the ratios issue 11 section 7 states its goals in; with snapshot modes
+(snapSIZE), their table against deferred and sync (issue 19 section 6). With
+profile lines (P), the function profiler's table instead.
 """
 import re
 import statistics
@@ -15,9 +16,16 @@ from collections import Counter, defaultdict
 MODES = ("none", "events", "sync", "deferred")
 
 
+def snap_size(mode):
+    """Bytes of user_stack_snapshot_size of a snapshot mode (snap512, snap2k), else None."""
+    m = re.fullmatch(r"snap(\d+)(k?)", mode)
+    return int(m.group(1)) * (1024 if m.group(2) else 1) if m else None
+
+
 def parse(path):
     runs = defaultdict(list)  # (depth, events, mode) -> [(ns, bytes)]
     frames = defaultdict(Counter)  # (depth, mode) -> Counter(frames per stack entry)
+    snaplen = defaultdict(Counter)  # (depth, mode) -> Counter(bytes per snapshot entry)
     prof = defaultdict(list)
     first = defaultdict(list)  # (binary, depth, mode) -> [(ns, bytes, records)]
     samples = defaultdict(list)  # (binary, depth) -> [user_unwind_mapping line]
@@ -34,6 +42,8 @@ def parse(path):
             done = True
         elif f[0] == "F" and len(f) == 5:
             frames[(int(f[1]), f[2])][int(f[3])] += int(f[4])
+        elif f[0] == "L" and len(f) == 5:
+            snaplen[(int(f[1]), f[2])][int(f[3])] += int(f[4])
         elif f[0] == "R" and len(f) >= 6:
             kv = dict(x.split("=", 1) for x in f[5:] if "=" in x)
             if int(kv["overrun"]) != 0:
@@ -46,7 +56,7 @@ def parse(path):
             first[(f[1], int(f[2]), f[3])].append((float(kv["ns"]), int(kv["bytes"]), int(kv["records"])))
         elif f[0] == "M" and len(f) >= 4:
             samples[(f[1], int(f[2]))].append(" ".join(f[3:]))
-    return head, done, errors, runs, frames, prof, first, samples
+    return head, done, errors, runs, frames, prof, first, samples, snaplen
 
 
 def med(xs):
@@ -127,6 +137,44 @@ def bench_tables(runs, frames, n):
     return out
 
 
+def snap_tables(runs, snaplen, n):
+    """Deferred stacks with a user stack snapshot (snapSIZE modes) against deferred and sync."""
+    snaps = sorted({k[2] for k in runs if snap_size(k[2])}, key=snap_size)
+    if not snaps:
+        return []
+    ns = {k: med([x[0] for x in v]) for k, v in runs.items()}
+    by = {k: med([x[1] for x in v]) / n for k, v in runs.items()}
+    depths = sorted({k[0] for k in runs})
+    evs = sorted({k[1] for k in runs})
+
+    def length(d, m):
+        c = snaplen.get((d, m))
+        return ", ".join(str(x) for x, _ in c.most_common(2)) if c else "?"
+
+    out = ["", "User stack snapshots (user_stack_snapshot_size) on top of deferred: ns / bytes "
+           "per kernel entry, and the ratios of issue 19 section 6", "",
+           "| depth | events | snapshot size | bytes per snapshot | + deferred | + deferred + snapshot "
+           "| added ns / bytes | / deferred: ns, bytes | / sync: ns, bytes |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for d in depths:
+        for e in evs:
+            kd, ks = (d, e, "deferred"), (d, e, "sync")
+            for m in snaps:
+                k = (d, e, m)
+                if k not in ns:
+                    continue
+                vd = (f"{ns[kd]:.0f} / {by[kd]:.0f} B", f"{ns[k] - ns[kd]:+.0f} / {by[k] - by[kd]:+.0f} B",
+                      f"{ns[k] / ns[kd]:.2f}, {by[k] / by[kd]:.2f}") if kd in ns else ("-", "-", "-")
+                vs = f"{ns[k] / ns[ks]:.2f}, {by[k] / by[ks]:.2f}" if ks in ns else "-"
+                out.append(f"| {d} | {e} | {snap_size(m)} | {length(d, m)} | {vd[0]} | "
+                           f"{ns[k]:.0f} / {by[k]:.0f} B | {vd[1]} | {vd[2]} | {vs} |")
+    out.append("")
+    out.append("(bytes per snapshot: the data of its user_unwind_snapshot entries, from `trace` in a "
+               "short run; at most the size asked for and what the largest event of a sub-buffer "
+               "holds)")
+    return out
+
+
 UNIT = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
@@ -182,7 +230,7 @@ def profile_tables(prof):
 
 def main():
     path, n = sys.argv[1], int(sys.argv[2])
-    head, done, errors, runs, frames, prof, first, samples = parse(path)
+    head, done, errors, runs, frames, prof, first, samples, snaplen = parse(path)
     for e in errors:
         print(f"kernel.sh: guest error: {e}", file=sys.stderr)
     if not done:
@@ -191,7 +239,8 @@ def main():
         return 1
     print(f"guest: {head}")
     print()
-    lines = profile_tables(prof) if prof else bench_tables(runs, frames, n) + first_tables(first, samples)
+    lines = profile_tables(prof) if prof else (bench_tables(runs, frames, n) + snap_tables(runs, snaplen, n)
+                                               + first_tables(first, samples))
     print("\n".join(lines))
     return 0
 
