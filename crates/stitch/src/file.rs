@@ -102,7 +102,7 @@ pub fn records<'f>(
 pub fn symbolizer(file: &TraceFile) -> Symbolizer {
     let maps = AddressSpaces::new(file.proc_maps());
     let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
-    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
+    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps).with_uname(file.uname())
 }
 
 /// Like [`symbolizer`] with files looked up under `root` (`--symfs`), and
@@ -125,5 +125,7 @@ pub fn symbolizer_for(file: &TraceFile, index: &Index, root: Option<PathBuf>) ->
         maps.add(p);
     }
     let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
-    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps).with_root(root)
+    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
+        .with_root(root)
+        .with_uname(file.uname())
 }

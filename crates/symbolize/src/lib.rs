@@ -78,6 +78,8 @@ pub struct Symbolizer {
     no_cache: bool,
     /// Unwinds stack snapshots (made on first use, with `root`).
     unwinder: Option<unwind::Unwinder>,
+    /// The uname of the traced system (for its vDSO, when it is this one).
+    uname: Option<String>,
 }
 
 impl Symbolizer {
@@ -102,6 +104,14 @@ impl Symbolizer {
     /// a VM); falls back to the plain path.
     pub fn with_root(mut self, root: Option<PathBuf>) -> Self {
         self.root = root;
+        self
+    }
+
+    /// Tells the uname of the traced system (the UNAME a trace file
+    /// saves): when it is the running kernel, frames in `[vdso]` are
+    /// unwound with this process's own vDSO.
+    pub fn with_uname(mut self, uname: Option<String>) -> Self {
+        self.uname = uname;
         self
     }
 
@@ -233,10 +243,14 @@ impl Symbolizer {
         if self.live && !self.spaces.has(tid) && self.live_read.insert(tid) {
             self.read_live(tid);
         }
-        let root = &self.root;
-        let unwinder = self
-            .unwinder
-            .get_or_insert_with(|| unwind::Unwinder::new(root.clone()));
+        let (root, uname) = (&self.root, &self.uname);
+        let unwinder = self.unwinder.get_or_insert_with(|| {
+            let u = unwind::Unwinder::new(root.clone());
+            match uname.as_deref().and_then(unwind::vdso_of_this_kernel) {
+                Some(image) => u.with_vdso(image),
+                None => u,
+            }
+        });
         let spaces = &self.spaces;
         let u = unwinder.unwind(snap, kernel, |a| {
             spaces.find_at(tid, ts, a).ok().map(|m| unwind::Mapping {

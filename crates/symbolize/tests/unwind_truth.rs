@@ -122,6 +122,59 @@ fn through_a_signal_frame() {
     all_exact("signal", &run_traced(&[&bin, "signal"], WHOLE), 2);
 }
 
+/// The running kernel's uname text, as a trace file saves it.
+fn this_uname() -> String {
+    let read = |w: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{w}")).unwrap();
+    format!(
+        "Linux host {} {} x86_64",
+        read("osrelease").trim(),
+        read("version").trim()
+    )
+}
+
+/// A system call made by the vDSO itself (clock_gettime of a clock it has
+/// no fast path for): the vDSO frame is unwound with the running kernel's
+/// vDSO image, then libc's clock_gettime, then the chain.
+#[test]
+fn through_the_vdso() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = truth_c(&dir, &["-fomit-frame-pointer"]);
+    let caps = run_traced(&[&bin, "vdso"], WHOLE);
+    assert_eq!(caps.len(), 2);
+    let vdso = ustack_symbolize::unwind::vdso_of_this_kernel(&this_uname()).expect("own vDSO");
+    assert!(ustack_symbolize::unwind::vdso_of_this_kernel("Linux host 0.0 #1 x86_64").is_none());
+    let mut u = Unwinder::new(None).with_vdso(vdso);
+    let mut without = Unwinder::new(None);
+    for c in &caps {
+        let in_vdso = |a: u64| {
+            c.maps
+                .maps
+                .iter()
+                .any(|m| m.path == "[vdso]" && m.start <= a && a < m.end)
+        };
+        assert!(in_vdso(c.ip), "the call is made in the vDSO");
+        let got = unwind(&mut u, c);
+        assert_eq!(got.end, End::Complete, "{got:x?}");
+        let addrs: Vec<u64> = got.frames.iter().map(|f| f.addr).collect();
+        // the frame in work_vdso, then the chain address for address
+        let k = addrs
+            .iter()
+            .position(|&a| function_of(&c.maps, a, true).is_some_and(|f| f.2 == "work_vdso"))
+            .expect("work_vdso in the stack");
+        assert_eq!(&addrs[k + 1..], &c.truth[1..], "{addrs:x?}");
+        assert!(
+            (2..=4).contains(&k),
+            "vDSO and libc frames before work_vdso: {addrs:x?}"
+        );
+        assert!(got.frames.iter().skip(1).all(|f| f.via == Via::Cfi));
+        // Without the image the walk stops at the vDSO frame: nothing
+        // guessed past it but what the kernel's walk gave, marked.
+        let blind = unwind(&mut without, c);
+        assert_eq!(blind.cut.map(|c| c.0), Some(1), "{blind:x?}");
+        assert!(blind.frames[1..].iter().all(|f| f.via == Via::Kernel));
+    }
+}
+
 #[test]
 fn cpp_lambda_under_std_sort_after_a_caught_exception() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,12 @@
  * "tid n addr..." (hex) to that file: for tracers that cannot read the
  * arguments (a recording in a guest).
  *
- * usage: truth CASE   (recurse, qsort, dlopen LIB, deep, signal)
+ * The vdso case's marked call, clock_gettime(CLOCK_PROCESS_CPUTIME_ID),
+ * is made by the vDSO (it has no fast path for that clock), and its chain
+ * cannot ride in the arguments: the program announces once where it keeps
+ * its latest chain, write(-2, &latest, 16), and the tracer reads it there.
+ *
+ * usage: truth CASE   (recurse, qsort, dlopen LIB, deep, signal, vdso)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -23,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -90,6 +96,31 @@ NOINLINE static int compare(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
+static struct {
+	void **chain;
+	long n;
+} latest;
+
+NOINLINE static void work_vdso(void)
+{
+	void *chain[MAX];
+	struct timespec ts;
+
+	latest.chain = chain;
+	latest.n = backtrace(chain, MAX);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	tell(chain, latest.n);
+}
+
+NOINLINE static void vdso_at(int d)
+{
+	if (d == 0)
+		work_vdso();
+	else
+		vdso_at(d - 1);
+	sink += d;
+}
+
 /* The marked calls of the signal case are made from a signal handler,
  * so that the unwinder goes through the signal frame (__restore_rt). */
 static void on_signal(int sig)
@@ -139,6 +170,10 @@ int main(int argc, char **argv)
 			return 2;
 		f(3);
 		f(4);
+	} else if (!strcmp(what, "vdso")) {
+		write(-2, &latest, sizeof(latest));
+		vdso_at(5);
+		vdso_at(7);
 	} else if (!strcmp(what, "signal")) {
 		signal(SIGUSR1, on_signal);
 		signal_at(10);

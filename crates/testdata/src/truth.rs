@@ -152,6 +152,7 @@ pub fn run_traced(argv: &[&str], snap: usize) -> Vec<Capture> {
     let mut in_call: HashMap<Pid, bool> = HashMap::new();
     let mut caps = Vec::new();
     let mut status = None;
+    let mut latest = None;
     loop {
         let ws = match waitpid(None, Some(WaitPidFlag::__WALL | WaitPidFlag::__WNOTHREAD)) {
             Ok(ws) => ws,
@@ -163,7 +164,7 @@ pub fn run_traced(argv: &[&str], snap: usize) -> Vec<Capture> {
                 let entering = !in_call.get(&tid).copied().unwrap_or(false);
                 in_call.insert(tid, entering);
                 if entering {
-                    if let Some(c) = capture(child, tid, snap) {
+                    if let Some(c) = capture(child, tid, snap, &mut latest) {
                         caps.push(c);
                     }
                 }
@@ -185,14 +186,26 @@ pub fn run_traced(argv: &[&str], snap: usize) -> Vec<Capture> {
     caps
 }
 
-fn capture(pid: Pid, tid: Pid, snap: usize) -> Option<Capture> {
+/// Takes the marked call `tid` stopped at, if it is one. `latest` is where
+/// the program keeps its latest chain (announced by `write(-2, &latest,
+/// 16)`), for marked calls that cannot carry it in their arguments.
+fn capture(pid: Pid, tid: Pid, snap: usize, latest: &mut Option<u64>) -> Option<Capture> {
     let r = ptrace::getregs(tid).ok()?;
+    let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
     let (chain, n) = match r.orig_rax as i64 {
         libc::SYS_write if r.rdi as u32 as i32 == -1 => (r.rsi, r.rdx / 8),
+        libc::SYS_write if r.rdi as u32 as i32 == -2 => {
+            *latest = Some(r.rsi);
+            return None;
+        }
         libc::SYS_getppid if r.rdi != 0 && (1..=256).contains(&r.rsi) => (r.rdi, r.rsi),
+        // clock_gettime(CLOCK_PROCESS_CPUTIME_ID), made by the vDSO
+        libc::SYS_clock_gettime if r.rdi == 2 => {
+            let at = (*latest)?;
+            (read_u64(&mem, at)?, read_u64(&mem, at + 8)?)
+        }
         _ => return None,
     };
-    let mem = File::open(format!("/proc/{tid}/mem")).ok()?;
     let truth = read_mem(&mem, chain, n as usize * 8)
         .chunks_exact(8)
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))

@@ -32,10 +32,26 @@ struct Fde {
     section: Section,
 }
 
+/// The bytes of an ELF file: mapped from disk, or an image in memory
+/// (the vDSO).
+enum Image {
+    Mapped(Mapped),
+    Owned(Vec<u8>),
+}
+
+impl Image {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Image::Mapped(m) => m.bytes(),
+            Image::Owned(v) => v,
+        }
+    }
+}
+
 /// The CFI of one ELF file.
 pub(crate) struct Module {
-    /// Keeps `.eh_frame`'s bytes mapped.
-    main: Mapped,
+    /// Holds `.eh_frame`'s bytes.
+    main: Image,
     /// `.eh_frame` in `main`, and its virtual address.
     eh_frame: Option<(Range<usize>, u64)>,
     /// `.debug_frame` (of the file or of its debug file), decompressed.
@@ -50,9 +66,29 @@ pub(crate) struct Module {
 
 impl Module {
     /// Loads the CFI of the file the trace names `path` (under `root`
-    /// first). `None` when the file cannot be read as ELF.
+    /// first), and of its separate debug file. `None` when the file cannot
+    /// be read as ELF.
     pub(crate) fn load(path: &Path, root: Option<&Path>) -> Option<Module> {
         let (_, main) = open_file(path, root)?;
+        let debug = |main: &[u8]| {
+            let dbg = open_debug_file(main, path, root)?;
+            let file = object::File::parse(dbg.bytes()).ok()?;
+            section_data(&file, ".debug_frame")
+        };
+        Module::from_image(Image::Mapped(main), debug)
+    }
+
+    /// The CFI of an ELF image in memory (the vDSO's).
+    pub(crate) fn from_bytes(image: Vec<u8>) -> Option<Module> {
+        Module::from_image(Image::Owned(image), |_| None)
+    }
+
+    /// `debug_frame` gives the `.debug_frame` of the separate debug file,
+    /// asked only when the image has none of its own.
+    fn from_image(
+        main: Image,
+        debug_frame: impl FnOnce(&[u8]) -> Option<Vec<u8>>,
+    ) -> Option<Module> {
         let (eh_frame, mut bases, first_page, own_debug_frame) = {
             let file = object::File::parse(main.bytes()).ok()?;
             let first_page = file.segments().map(|s| s.address()).min()? & !0xfff;
@@ -80,11 +116,7 @@ impl Module {
                 section_data(&file, ".debug_frame"),
             )
         };
-        let debug_frame = own_debug_frame.or_else(|| {
-            let dbg = open_debug_file(main.bytes(), path, root)?;
-            let file = object::File::parse(dbg.bytes()).ok()?;
-            section_data(&file, ".debug_frame")
-        });
+        let debug_frame = own_debug_frame.or_else(|| debug_frame(main.bytes()));
         if eh_frame.is_none() {
             bases = BaseAddresses::default();
         }

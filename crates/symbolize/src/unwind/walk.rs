@@ -108,6 +108,39 @@ pub struct Unwound {
 /// Most frames of one stack.
 pub const MAX_FRAMES: usize = 1024;
 
+/// The vDSO image of the running kernel, read from this process's own
+/// `[vdso]` mapping; `None` when the kernel is not `uname` (the
+/// `sysname nodename release version machine` text a trace file saves):
+/// another kernel's vDSO would give wrong frames.
+pub fn vdso_of_this_kernel(uname: &str) -> Option<Vec<u8>> {
+    let read = |what: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{what}")).ok();
+    let (release, version) = (read("osrelease")?, read("version")?);
+    let (release, version) = (release.trim(), version.trim());
+    let mut f = uname.split(' ');
+    // sysname nodename release version... (the version has spaces)
+    let _ = (f.next(), f.next());
+    let rest: Vec<&str> = f.collect();
+    let want = format!("{release} {version}");
+    if !rest.join(" ").starts_with(&want) {
+        return None;
+    }
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
+    let (range, _) = line.split_once(' ')?;
+    let (a, b) = range.split_once('-')?;
+    let (a, b) = (
+        u64::from_str_radix(a, 16).ok()?,
+        u64::from_str_radix(b, 16).ok()?,
+    );
+    let mut buf = vec![0u8; usize::try_from(b.checked_sub(a)?).ok()?];
+    use std::os::unix::fs::FileExt;
+    std::fs::File::open("/proc/self/mem")
+        .ok()?
+        .read_exact_at(&mut buf, a)
+        .ok()?;
+    Some(buf)
+}
+
 /// A multiplicative hasher for the rule cache's integer keys.
 #[derive(Default)]
 struct IntHasher(u64);
@@ -142,6 +175,8 @@ pub struct Unwinder {
     modules: Vec<Option<Module>>,
     rules: IntMap<(u32, u64), Option<Rule>>,
     ctx: Option<Box<UnwindContext<usize>>>,
+    /// The vDSO image of the traced kernel, when known.
+    vdso: Option<Vec<u8>>,
 }
 
 impl std::fmt::Debug for Unwinder {
@@ -171,6 +206,13 @@ impl Unwinder {
             root,
             ..Default::default()
         }
+    }
+
+    /// Unwinds frames in `[vdso]` with `image`, the vDSO of the kernel
+    /// the trace was recorded on (see [`vdso_of_this_kernel`]).
+    pub fn with_vdso(mut self, image: Vec<u8>) -> Self {
+        self.vdso = Some(image);
+        self
     }
 
     /// Unwinds one stack: `snap` is the kernel entry's snapshot, `kernel`
@@ -309,13 +351,14 @@ impl Unwinder {
     }
 
     fn module_index(&mut self, path: &str) -> Option<u32> {
-        if !path.starts_with('/') {
-            return None;
-        }
         if let Some(&i) = self.by_path.get(path) {
             return Some(i);
         }
-        let m = Module::load(Path::new(path), self.root.as_deref());
+        let m = match path {
+            "[vdso]" => Module::from_bytes(self.vdso.clone()?),
+            p if p.starts_with('/') => Module::load(Path::new(path), self.root.as_deref()),
+            _ => return None,
+        };
         let i = u32::try_from(self.modules.len()).ok()?;
         self.modules.push(m);
         self.by_path.insert(path.to_string(), i);
@@ -375,6 +418,10 @@ impl Unwinder {
         for &a in kernel[from..].iter().take_while(|&&a| a != 0) {
             if frames.len() >= MAX_FRAMES {
                 return End::TooDeep;
+            }
+            // A frame must be in a mapping of the process at least.
+            if find(a).is_none() {
+                return End::KernelChain;
             }
             let last = frames.last().copied();
             if let Some(last) = last.filter(|f| f.via == Via::Kernel) {
