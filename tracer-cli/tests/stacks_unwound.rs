@@ -10,7 +10,7 @@
 mod common;
 
 use serde_json::Value;
-use ustack_testdata::truth::{compile, function_of, run_traced, Capture};
+use ustack_testdata::truth::{build_truth_c, function_of, run_traced, Capture};
 use ustack_testdata::TraceBuilder;
 
 /// Writes the captures as a trace: per capture a sys_enter, its cookie,
@@ -55,13 +55,8 @@ fn groups(path: &std::path::Path) -> Vec<Value> {
 /// returned directory.
 fn traced_o2(case: &str, snap: usize) -> (tempfile::TempDir, Vec<Capture>) {
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("truth");
-    compile(
-        "truth.c",
-        &bin,
-        &["-O2", "-pthread", "-fomit-frame-pointer"],
-    );
-    let caps = run_traced(&[bin.to_str().unwrap(), case], snap);
+    let bin = build_truth_c(dir.path(), &["-fomit-frame-pointer"]);
+    let caps = run_traced(&[&bin, case], snap);
     (dir, caps)
 }
 

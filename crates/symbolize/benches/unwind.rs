@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use ustack_symbolize::unwind::{Snapshot, Unwinder};
-use ustack_testdata::truth::{compile, run_traced};
+use ustack_testdata::truth::{build_truth_c, run_traced};
 
 fn main() {
     let secs: f64 = std::env::args()
@@ -18,13 +18,8 @@ fn main() {
         .find_map(|a| a.parse().ok())
         .unwrap_or(3.0);
     let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("truth");
-    compile(
-        "truth.c",
-        &bin,
-        &["-O2", "-pthread", "-fomit-frame-pointer"],
-    );
-    let caps = run_traced(&[bin.to_str().unwrap(), "recurse"], 1 << 20);
+    let bin = build_truth_c(dir.path(), &["-fomit-frame-pointer"]);
+    let caps = run_traced(&[&bin, "recurse"], 1 << 20);
     let mut u = Unwinder::new(None);
     let unwind = |u: &mut Unwinder, c: &ustack_testdata::truth::Capture| {
         let snap = Snapshot {

@@ -4,7 +4,7 @@
 //! against it (see tests/common).
 
 use ustack_symbolize::unwind::{End, Snapshot, Unwinder, Unwound, Via};
-use ustack_testdata::truth::{compile, function_of, run_traced, Capture};
+use ustack_testdata::truth::{build_truth_c, compile, function_of, run_traced, Capture};
 
 /// A stack snapshot as large as any stack here: the whole stack.
 const WHOLE: usize = 1 << 20;
@@ -66,10 +66,7 @@ fn all_exact(what: &str, caps: &[Capture], want: usize) {
 }
 
 fn truth_c(dir: &tempfile::TempDir, flags: &[&str]) -> String {
-    let bin = dir.path().join("truth");
-    let mut args = vec!["-O2", "-g0", "-pthread"];
-    args.extend_from_slice(flags);
-    compile("truth.c", &bin, &args).display().to_string()
+    build_truth_c(dir.path(), flags)
 }
 
 #[test]

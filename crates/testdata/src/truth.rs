@@ -63,6 +63,17 @@ pub fn compile(src: &str, out: &Path, args: &[&str]) -> PathBuf {
     out.to_path_buf()
 }
 
+/// Builds progs/truth.c into `dir` as distributions build (-O2, PIE,
+/// dynamically linked) with `flags` added (e.g. `-fomit-frame-pointer`);
+/// returns the binary's path.
+pub fn build_truth_c(dir: &Path, flags: &[&str]) -> String {
+    let mut args = vec!["-O2", "-g0", "-pthread"];
+    args.extend_from_slice(flags);
+    compile("truth.c", &dir.join("truth"), &args)
+        .display()
+        .to_string()
+}
+
 /// Reads `len` bytes at `addr` of task `tid` (fewer where memory ends).
 fn read_mem(mem: &File, addr: u64, len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
