@@ -119,6 +119,80 @@ fn through_a_signal_frame() {
     all_exact("signal", &run_traced(&[&bin, "signal"], WHOLE), 2);
 }
 
+/// Unwind tables only in `.debug_frame`, only in a separate debug file,
+/// found by its debuglink under a `--symfs` root: the program runs built
+/// with `.eh_frame` (for its own `backtrace()`), and the root holds the
+/// same code built without it (`-fno-asynchronous-unwind-tables -g`: the
+/// same `.text` at the same addresses, checked), its debug sections split
+/// off into `truth.debug`.
+#[test]
+fn debug_frame_from_a_separate_debug_file_under_a_root() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = truth_c(&dir, &["-fomit-frame-pointer"]);
+    let other = tempfile::tempdir().unwrap();
+    let df = compile(
+        "truth.c",
+        &other.path().join("truth"),
+        &[
+            "-O2",
+            "-g",
+            "-pthread",
+            "-fomit-frame-pointer",
+            "-fno-asynchronous-unwind-tables",
+        ],
+    );
+    let text = |p: &std::path::Path| {
+        let data = std::fs::read(p).unwrap();
+        let f = object::File::parse(&*data).unwrap();
+        let s = object::Object::section_by_name(&f, ".text").unwrap();
+        (
+            object::ObjectSection::address(&s),
+            object::ObjectSection::data(&s).unwrap().to_vec(),
+        )
+    };
+    assert_eq!(
+        text(std::path::Path::new(&run)),
+        text(&df),
+        "same code at the same place"
+    );
+    let root = tempfile::tempdir().unwrap();
+    let at = root.path().join(run.trim_start_matches('/'));
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    let debug = at.with_file_name("truth.debug");
+    let objcopy = |args: &[&std::ffi::OsStr]| {
+        assert!(std::process::Command::new("objcopy")
+            .args(args)
+            .status()
+            .unwrap()
+            .success());
+    };
+    objcopy(&[
+        "--only-keep-debug".as_ref(),
+        df.as_os_str(),
+        debug.as_os_str(),
+    ]);
+    let link = format!("--add-gnu-debuglink={}", debug.display());
+    objcopy(&[
+        "--strip-debug".as_ref(),
+        link.as_ref(),
+        df.as_os_str(),
+        at.as_os_str(),
+    ]);
+    let caps = run_traced(&[&run, "recurse"], WHOLE);
+    assert_eq!(caps.len(), 15);
+    let mut u = Unwinder::new(Some(root.path().to_path_buf()));
+    for c in &caps {
+        let got = unwind(&mut u, c);
+        let (e, d, x) = score(c, &got);
+        assert_eq!((e, d), (x, x), "{got:x?}");
+        assert_eq!(got.end, End::Complete);
+    }
+    // Without the debug file the program's own frames have no CFI.
+    std::fs::remove_file(&debug).unwrap();
+    let mut u = Unwinder::new(Some(root.path().to_path_buf()));
+    assert!(caps.iter().all(|c| unwind(&mut u, c).end != End::Complete));
+}
+
 /// The running kernel's uname text, as a trace file saves it.
 fn this_uname() -> String {
     let read = |w: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{w}")).unwrap();
