@@ -29,12 +29,7 @@ mark start
 # releases them all at once.
 ustest gang $N pids.txt >truth-gang.txt 2>&1 &
 gang=$!
-n=0
-while [ ! -f pids.txt ]; do
-	[ $n -lt 600 ] || { echo "ustest gang wrote no pids"; exit 1; }
-	sleep 0.1
-	n=$((n + 1))
-done
+wait_file pids.txt "ustest gang wrote no pids"
 mark instances
 while read -r i pid; do
 	I=$T/instances/f$i

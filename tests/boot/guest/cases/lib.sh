@@ -106,13 +106,19 @@ held() {
 		read -r x <go
 		exec "$@" >"$out"
 	) &
+	wait_file pid.txt "the subshell wrote no pid"
+	HELD_PID=$(cat pid.txt)
+}
+
+# wait_file FILE WHAT: waits up to 60 s for FILE to be non-empty; fails the
+# case with WHAT otherwise.
+wait_file() {
 	n=0
-	while [ ! -s pid.txt ]; do
-		[ $n -lt 600 ] || { echo "the subshell wrote no pid"; exit 1; }
+	while [ ! -s "$1" ]; do
+		[ $n -lt 600 ] || { echo "$2"; exit 1; }
 		sleep 0.1
 		n=$((n + 1))
 	done
-	HELD_PID=$(cat pid.txt)
 }
 
 # release: lets the command started by `held` exec.
