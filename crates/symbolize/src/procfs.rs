@@ -37,6 +37,20 @@ pub fn threads_of(tgid: u32) -> Vec<u32> {
     v
 }
 
+/// The bytes of this process's own `[vdso]` mapping (the running kernel's
+/// vDSO image), through its maps and `/proc/self/mem`.
+pub fn own_vdso() -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let me = read_proc_map(std::process::id()).ok()?;
+    let m = me.maps.iter().find(|m| m.path == "[vdso]")?;
+    let mut buf = vec![0u8; usize::try_from(m.end.checked_sub(m.start)?).ok()?];
+    std::fs::File::open("/proc/self/mem")
+        .ok()?
+        .read_exact_at(&mut buf, m.start)
+        .ok()?;
+    Some(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

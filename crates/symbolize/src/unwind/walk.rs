@@ -124,21 +124,7 @@ pub fn vdso_of_this_kernel(uname: &str) -> Option<Vec<u8>> {
     if !rest.join(" ").starts_with(&want) {
         return None;
     }
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    let line = maps.lines().find(|l| l.ends_with("[vdso]"))?;
-    let (range, _) = line.split_once(' ')?;
-    let (a, b) = range.split_once('-')?;
-    let (a, b) = (
-        u64::from_str_radix(a, 16).ok()?,
-        u64::from_str_radix(b, 16).ok()?,
-    );
-    let mut buf = vec![0u8; usize::try_from(b.checked_sub(a)?).ok()?];
-    use std::os::unix::fs::FileExt;
-    std::fs::File::open("/proc/self/mem")
-        .ok()?
-        .read_exact_at(&mut buf, a)
-        .ok()?;
-    Some(buf)
+    crate::procfs::own_vdso()
 }
 
 /// A multiplicative hasher for the rule cache's integer keys.
@@ -316,6 +302,27 @@ impl Unwinder {
         })
     }
 
+    /// The mapping that holds `a`: one the walk met already, else `find`'s
+    /// (remembered, with its file's index).
+    fn hit_for<'m>(
+        &mut self,
+        a: u64,
+        hits: &mut Vec<Hit>,
+        find: &mut impl FnMut(u64) -> Option<Mapping<'m>>,
+    ) -> Option<Hit> {
+        if let Some(h) = hits.iter().find(|h| a >= h.base && a < h.end) {
+            return Some(*h);
+        }
+        let m = find(a)?;
+        let h = Hit {
+            base: m.base,
+            end: m.end,
+            module: self.module_index(m.path),
+        };
+        hits.push(h);
+        Some(h)
+    }
+
     /// The rule at `look`, through the walk's recent mappings and the
     /// cache.
     #[inline]
@@ -325,19 +332,7 @@ impl Unwinder {
         hits: &mut Vec<Hit>,
         find: &mut impl FnMut(u64) -> Option<Mapping<'m>>,
     ) -> Option<&Rule> {
-        let hit = match hits.iter().find(|h| look >= h.base && look < h.end) {
-            Some(h) => *h,
-            None => {
-                let m = find(look)?;
-                let h = Hit {
-                    base: m.base,
-                    end: m.end,
-                    module: self.module_index(m.path),
-                };
-                hits.push(h);
-                h
-            }
-        };
+        let hit = self.hit_for(look, hits, find)?;
         let module = hit.module?;
         let off = look - hit.base;
         if !self.rules.contains_key(&(module, off)) {
@@ -420,7 +415,7 @@ impl Unwinder {
                 return End::TooDeep;
             }
             // A frame must be in a mapping of the process at least.
-            if find(a).is_none() {
+            if self.hit_for(a, hits, find).is_none() {
                 return End::KernelChain;
             }
             let last = frames.last().copied();
