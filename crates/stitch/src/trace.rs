@@ -393,14 +393,14 @@ pub struct Index {
     /// The stack snapshot (`user_unwind_snapshot`) of each user stack
     /// entry that has one: stack entry seq -> snapshot seq.
     pub snapshots: HashMap<u64, u64>,
+    /// Id of the `user_unwind_snapshot` format, when the file has it.
+    pub snapshot_id: Option<u16>,
 }
 
 impl Index {
     /// The format of the stack snapshot event, when the file has it.
     pub fn special_snapshot(&self) -> Option<&EventFormat> {
-        self.formats
-            .values()
-            .find(|f| f.system == "ftrace" && f.name == "user_unwind_snapshot")
+        self.formats.get(&self.snapshot_id?)
     }
 
     /// The loss placed just before event `seq` on that event's CPU (events
@@ -531,6 +531,7 @@ impl Index {
             kernel_lost: Vec::new(),
             mappings,
             snapshots,
+            snapshot_id,
         }
     }
 
