@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * libtraceevent plugin for the deferred user stack entries of ustack's
- * kernel patches: ftrace:user_unwind_cookie and ftrace:user_unwind_stack.
+ * kernel patches: ftrace:user_unwind_cookie, ftrace:user_unwind_stack and
+ * ftrace:user_unwind_stack_snapshot (a stack entry with the user registers
+ * and stack bytes of its kernel entry).
  *
  * The kernel's print format of user_unwind_stack prints the stack with
  * __print_array(), which libtraceevent renders as decimal numbers
@@ -10,6 +12,7 @@
  *
  *   user_unwind_stack:    cookie=300000002 stack=0x7fc5d3a2b18f 0x55e7c6d1e507
  *   user_unwind_cookie:   cookie=300000002
+ *   user_unwind_stack_snapshot: cookie=300000003 sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 snapshot=128 stack=0x7fc5d3a2b18f
  *
  * trace-cmd, KernelShark and tracer-cli load it from the libtraceevent
  * plugin directory (see the Makefile: make install).
@@ -38,9 +41,9 @@ static int user_unwind_cookie_handler(struct trace_seq *s,
 	return print_cookie(s, record, event) ? trace_seq_putc(s, '!') : 0;
 }
 
-static int user_unwind_stack_handler(struct trace_seq *s,
-				     struct tep_record *record,
-				     struct tep_event *event, void *context)
+/* " stack=0x... 0x...", innermost frame first */
+static int print_stack(struct trace_seq *s, struct tep_record *record,
+		       struct tep_event *event)
 {
 	struct tep_handle *tep = event->tep;
 	int size = tep_get_long_size(tep);
@@ -48,9 +51,6 @@ static int user_unwind_stack_handler(struct trace_seq *s,
 	int len = 0;
 	int i;
 
-	(void)context;
-	if (print_cookie(s, record, event))
-		return trace_seq_putc(s, '!');
 	trace_seq_puts(s, " stack=");
 	data = tep_get_field_raw(s, event, "stack", record, &len, 1);
 	if (!data)
@@ -67,12 +67,43 @@ static int user_unwind_stack_handler(struct trace_seq *s,
 	return 0;
 }
 
+static int user_unwind_stack_handler(struct trace_seq *s,
+				     struct tep_record *record,
+				     struct tep_event *event, void *context)
+{
+	(void)context;
+	if (print_cookie(s, record, event))
+		return trace_seq_putc(s, '!');
+	return print_stack(s, record, event);
+}
+
+static int user_unwind_stack_snapshot_handler(struct trace_seq *s,
+					      struct tep_record *record,
+					      struct tep_event *event,
+					      void *context)
+{
+	unsigned long long sp, bp;
+	int len = 0;
+
+	(void)context;
+	if (print_cookie(s, record, event) ||
+	    tep_get_field_val(s, event, "sp", record, &sp, 1) ||
+	    tep_get_field_val(s, event, "bp", record, &bp, 1) ||
+	    !tep_get_field_raw(s, event, "data", record, &len, 1))
+		return trace_seq_putc(s, '!');
+	trace_seq_printf(s, " sp=0x%llx bp=0x%llx snapshot=%d", sp, bp, len);
+	return print_stack(s, record, event);
+}
+
 int TEP_PLUGIN_LOADER(struct tep_handle *tep)
 {
 	tep_register_event_handler(tep, -1, "ftrace", "user_unwind_cookie",
 				   user_unwind_cookie_handler, NULL);
 	tep_register_event_handler(tep, -1, "ftrace", "user_unwind_stack",
 				   user_unwind_stack_handler, NULL);
+	tep_register_event_handler(tep, -1, "ftrace",
+				   "user_unwind_stack_snapshot",
+				   user_unwind_stack_snapshot_handler, NULL);
 	return 0;
 }
 
@@ -82,4 +113,7 @@ void TEP_PLUGIN_UNLOADER(struct tep_handle *tep)
 				     user_unwind_cookie_handler, NULL);
 	tep_unregister_event_handler(tep, -1, "ftrace", "user_unwind_stack",
 				     user_unwind_stack_handler, NULL);
+	tep_unregister_event_handler(tep, -1, "ftrace",
+				     "user_unwind_stack_snapshot",
+				     user_unwind_stack_snapshot_handler, NULL);
 }

@@ -1,8 +1,9 @@
 //! The libtraceevent plugin of plugins/ (built with its Makefile) makes
 //! stock `trace-cmd report` and `tracer-cli report` print the deferred
 //! user stack as hex addresses, both the same, on a file holding the
-//! kernel patch's `user_unwind_cookie` and `user_unwind_stack` entries
-//! with the formats the patched kernel exports.
+//! kernel patch's `user_unwind_cookie`, `user_unwind_stack` and
+//! `user_unwind_stack_snapshot` entries with the formats the patched
+//! kernel exports.
 //!
 //! The plugin is loaded from a private directory through
 //! `TRACEEVENT_PLUGIN_DIR` (libtraceevent's own variable), so nothing is
@@ -21,7 +22,8 @@ use ustack_tracedata::writer::{
 
 const PAGE: usize = 4096;
 
-/// The format files of the patched kernel (kernel-patch/tracing/0002), IDs 21, 22.
+/// The format files of the patched kernel (kernel-patch/tracing/0002 and
+/// 0014), IDs 21, 22, 26.
 fn ftrace_formats() -> Vec<Vec<u8>> {
     vec![
         format!(
@@ -36,6 +38,20 @@ print fmt: \"cookie=%llx\", REC->cookie\n"
 \tfield:__data_loc unsigned long[] stack;\toffset:16;\tsize:4;\tsigned:0;\n\n\
 print fmt: \"cookie=%llx stack=%s\", REC->cookie, __print_array(__get_dynamic_array(stack), \
 __get_dynamic_array_len(stack) / 8, 8)\n"
+        )
+        .into_bytes(),
+        format!(
+            "name: user_unwind_stack_snapshot\nID: 26\nformat:\n{COMMON}\
+\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n\
+\tfield:u64 prev;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long sp;\toffset:24;\tsize:8;\tsigned:0;\n\
+\tfield:unsigned long bp;\toffset:32;\tsize:8;\tsigned:0;\n\
+\tfield:__data_loc unsigned long[] stack;\toffset:40;\tsize:4;\tsigned:0;\n\
+\tfield:__data_loc unsigned char[] data;\toffset:44;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned char links;\toffset:48;\tsize:1;\tsigned:0;\n\n\
+print fmt: \"cookie=%llx prev=%llx links=%u sp=%lx bp=%lx len=%u stack=%s\", REC->cookie, \
+REC->prev, REC->links, REC->sp, REC->bp, __get_dynamic_array_len(data), \
+__print_array(__get_dynamic_array(stack), __get_dynamic_array_len(stack) / 8, 8)\n"
         )
         .into_bytes(),
     ]
@@ -64,6 +80,23 @@ fn stack(pid: i32, cookie: u64, frames: &[u64]) -> Vec<u8> {
     d
 }
 
+/// A stack entry with a snapshot of `data` at `sp`.
+fn stack_snapshot(pid: i32, cookie: u64, sp: u64, bp: u64, frames: &[u64], data: &[u8]) -> Vec<u8> {
+    let mut d = header(26, pid);
+    for v in [cookie, 0, sp, bp] {
+        d.extend_from_slice(&v.to_le_bytes());
+    }
+    let n = frames.len() as u32 * 8;
+    d.extend_from_slice(&(56u32 | (n << 16)).to_le_bytes());
+    d.extend_from_slice(&((56 + n) | ((data.len() as u32) << 16)).to_le_bytes());
+    d.extend_from_slice(&[1, 0, 0, 0, 0, 0, 0, 0]);
+    for f in frames {
+        d.extend_from_slice(&f.to_le_bytes());
+    }
+    d.extend_from_slice(data);
+    d
+}
+
 /// Two CPUs: cookies on CPU 0, the stacks (one empty, as at task exit)
 /// on CPU 1 where the task migrated.
 fn write_file(dir: &Path) -> PathBuf {
@@ -79,6 +112,18 @@ fn write_file(dir: &Path) -> PathBuf {
             false,
         )
         .event(700, &stack(43, 0x5_0000_0001, &[]), false)
+        .event(
+            900,
+            &stack_snapshot(
+                44,
+                0x7_0000_0001,
+                0x7ffd_2c1e_0a58,
+                0x7ffd_2c1e_0a90,
+                &[0x7fc5_d3a2_b18f],
+                &[0xaa; 16],
+            ),
+            false,
+        )
         .finish(PAGE)
         .unwrap();
     let mut cpus = Vec::new();
@@ -94,7 +139,7 @@ fn write_file(dir: &Path) -> PathBuf {
         header_event: HEADER_EVENT.as_bytes().to_vec(),
         ftrace_formats: ftrace_formats(),
         kallsyms: b"ffffffff81000000 T _stext\n".to_vec(),
-        cmdlines: b"42 app\n43 exiting\n".to_vec(),
+        cmdlines: b"42 app\n43 exiting\n44 snapped\n".to_vec(),
         cpu_count: 2,
         ..TraceMeta::default()
     };
@@ -212,6 +257,13 @@ fn plugin_prints_hex_stacks_in_trace_cmd_and_tracer_cli() {
         [
             "user_unwind_stack:    cookie=300000001 stack=0x7fc5d3a2b18f 0x55e7c6d1e507",
             "user_unwind_stack:    cookie=500000001 stack=",
+        ]
+    );
+    assert_eq!(
+        lines_of(&theirs, "user_unwind_stack_snapshot"),
+        [
+            "user_unwind_stack_snapshot: cookie=700000001 sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 \
+          snapshot=16 stack=0x7fc5d3a2b18f"
         ]
     );
     assert_eq!(

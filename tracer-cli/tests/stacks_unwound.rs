@@ -2,7 +2,7 @@
 //! to end in user space: a program built -O2 without frame pointers runs
 //! under ptrace (standing in for the kernel, see `ustack_testdata::truth`);
 //! each marked system call becomes the records the kernel patch writes
-//! (event, cookie, `user_unwind_snapshot`, `user_unwind_stack`) in a
+//! (event, cookie, `user_unwind_stack_snapshot`) in a
 //! trace.dat with the process's maps. Every frame tracer-cli prints is
 //! checked against the call chain the program recorded with glibc's
 //! backtrace().
@@ -36,10 +36,16 @@ fn trace_of(caps: &[Capture], path: &std::path::Path, snapshots: bool) {
         t.comm(c.tid, "truth");
         t.sys_enter(0, ts, c.tid, 1);
         t.cookie(0, ts + 1, c.tid, cookie);
+        assert_eq!(
+            c.kernel.first(),
+            Some(&c.ip),
+            "the kernel's walk starts at ip"
+        );
         if snapshots {
-            t.snapshot(0, ts + 2, c.tid, cookie, (c.ip, c.sp, c.bp), &c.stack);
+            t.stack_snapshot(0, ts + 3, c.tid, cookie, (c.sp, c.bp), &c.kernel, &c.stack);
+        } else {
+            t.unwind_stack(0, ts + 3, c.tid, cookie, &c.kernel);
         }
-        t.unwind_stack(0, ts + 3, c.tid, cookie, &c.kernel);
     }
     t.write(path).unwrap();
 }

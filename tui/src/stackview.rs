@@ -61,7 +61,10 @@ impl App {
         self.event_at(self.esel).is_some_and(|seq| {
             let n = self.idx.event_name(seq);
             let n = n.rsplit(':').next().unwrap_or("");
-            matches!(n, "kernel_stack" | "user_stack" | "user_unwind_stack")
+            matches!(
+                n,
+                "kernel_stack" | "user_stack" | "user_unwind_stack" | "user_unwind_stack_snapshot"
+            )
         })
     }
 

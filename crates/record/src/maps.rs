@@ -499,7 +499,12 @@ impl StackPidScanner {
         paths: &[(u32, PathBuf)],
     ) -> Result<Option<StackPidScanner>> {
         let mut ids = HashMap::new();
-        for name in ["user_stack", "user_unwind_stack", "user_unwind_cookie"] {
+        for name in [
+            "user_stack",
+            "user_unwind_stack",
+            "user_unwind_stack_snapshot",
+            "user_unwind_cookie",
+        ] {
             let Ok(text) = fs.event_format("ftrace", name) else {
                 continue;
             };

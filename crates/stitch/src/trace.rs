@@ -26,7 +26,9 @@ pub struct SpecialEvents {
     syscall: Option<EventFormat>,
     user_stack: Option<EventFormat>,
     kernel_stack: Option<EventFormat>,
-    snapshot: Option<EventFormat>,
+    /// `user_unwind_stack_snapshot`: a stack entry that also holds the
+    /// user registers and stack bytes of its kernel entry.
+    stack_snapshot: Option<EventFormat>,
     /// Ids of the `ftrace` system's other records (`print`, `function`...):
     /// they never ask for a stack.
     unrequested: Vec<u16>,
@@ -35,7 +37,8 @@ pub struct SpecialEvents {
 impl SpecialEvents {
     /// Picks the special events among `formats` (the `ftrace` system's
     /// `user_unwind_cookie`, `user_unwind_page_cookie`, `user_unwind_stack`,
-    /// `user_unwind_syscall`, `user_stack`, `kernel_stack`).
+    /// `user_unwind_stack_snapshot`, `user_unwind_syscall`, `user_stack`,
+    /// `kernel_stack`).
     pub fn new<'f>(formats: impl IntoIterator<Item = &'f EventFormat>) -> Self {
         let mut s = SpecialEvents::default();
         for f in formats {
@@ -49,7 +52,7 @@ impl SpecialEvents {
                 "user_unwind_syscall" => &mut s.syscall,
                 "user_stack" => &mut s.user_stack,
                 "kernel_stack" => &mut s.kernel_stack,
-                "user_unwind_snapshot" => &mut s.snapshot,
+                "user_unwind_stack_snapshot" => &mut s.stack_snapshot,
                 _ => {
                     s.unrequested.push(f.id);
                     continue;
@@ -66,12 +69,13 @@ impl SpecialEvents {
         self.cookie.is_some()
             || self.page_cookie.is_some()
             || self.unwind_stack.is_some()
+            || self.stack_snapshot.is_some()
             || self.syscall.is_some()
     }
 
-    /// The format of `user_unwind_snapshot`, when the file has it.
-    pub fn snapshot(&self) -> Option<&EventFormat> {
-        self.snapshot.as_ref()
+    /// The format of `user_unwind_stack_snapshot`, when the file has it.
+    pub fn stack_snapshot(&self) -> Option<&EventFormat> {
+        self.stack_snapshot.as_ref()
     }
 
     fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
@@ -120,7 +124,9 @@ impl SpecialEvents {
                 cookie,
             });
         }
-        if let Some(f) = Self::is(&self.unwind_stack, id) {
+        if let Some(f) =
+            Self::is(&self.unwind_stack, id).or_else(|| Self::is(&self.stack_snapshot, id))
+        {
             let (Ok(cookie), Ok(stack)) =
                 (rec.u64_field(f, "cookie"), rec.u64_array_field(f, "stack"))
             else {
@@ -390,15 +396,14 @@ pub struct Index {
     pub kernel_lost: Vec<(u32, u64)>,
     /// The kernel's mapping records (`user_unwind_mapping`), per process.
     pub mappings: KernelMaps,
-    /// The stack snapshot (`user_unwind_snapshot`) of each user stack
-    /// entry that has one: stack entry seq -> snapshot seq.
-    pub snapshots: HashMap<u64, u64>,
-    /// Id of the `user_unwind_snapshot` format, when the file has it.
+    /// Id of the `user_unwind_stack_snapshot` format (stack entries with
+    /// a stack snapshot), when the file has it.
     pub snapshot_id: Option<u16>,
 }
 
 impl Index {
-    /// The format of the stack snapshot event, when the file has it.
+    /// The format of the stack entries with a stack snapshot, when the
+    /// file has it.
     pub fn special_snapshot(&self) -> Option<&EventFormat> {
         self.formats.get(&self.snapshot_id?)
     }
@@ -439,11 +444,7 @@ impl Index {
             .values()
             .find(|f| f.system == "sched" && f.name == "sched_switch")
             .cloned();
-        let snapshot_id = special.snapshot().map(|f| f.id);
-        let mut snapshots = HashMap::new();
-        // Per CPU, a snapshot that the next record may be the stack entry
-        // of: (seq, pid, cookie).
-        let mut pending: HashMap<u32, (u64, i32, u64)> = HashMap::new();
+        let snapshot_id = special.stack_snapshot().map(|f| f.id);
         for item in items {
             match item {
                 Ok(Item::Event(rec)) => {
@@ -474,31 +475,10 @@ impl Index {
                         }
                         continue;
                     }
-                    // (Only files with snapshots pay for the lookup.)
-                    let waiting = snapshot_id.and_then(|_| pending.remove(&rec.cpu));
-                    // A snapshot belongs to the stack entry right after it
-                    // on its CPU (same task and cookie); like a mapping
-                    // record it joins no group itself.
-                    if Some(id) == snapshot_id {
-                        if let Some(f) = special.snapshot() {
-                            if let Ok(cookie) = rec.u64_field(f, "cookie") {
-                                pending.insert(rec.cpu, (seq, pid, cookie));
-                            }
-                        }
-                        continue;
-                    }
                     let input = special.input(seq, &rec, &mut scratch);
-                    if let (Some((snap, p, c)), Input::UserStack { pid, cookie, .. }) =
-                        (waiting, &input)
-                    {
-                        if p == *pid && c == *cookie {
-                            snapshots.insert(seq, snap);
-                        }
-                    }
                     st.push(input);
                 }
                 Ok(Item::Lost { cpu, ts, count }) => {
-                    pending.remove(&cpu);
                     losses.push(LossMark {
                         before_seq: events.len() as u64,
                         cpu,
@@ -530,7 +510,6 @@ impl Index {
             error,
             kernel_lost: Vec::new(),
             mappings,
-            snapshots,
             snapshot_id,
         }
     }

@@ -137,7 +137,11 @@ impl Texts {
                 let special = f.system == "ftrace"
                     && matches!(
                         f.name.as_str(),
-                        "user_unwind_cookie" | "user_unwind_stack" | "user_stack" | "kernel_stack"
+                        "user_unwind_cookie"
+                            | "user_unwind_stack"
+                            | "user_unwind_stack_snapshot"
+                            | "user_stack"
+                            | "kernel_stack"
                     );
                 let printed = if special {
                     None
@@ -248,9 +252,13 @@ pub fn user_stack<'r>(
     sym: &mut Symbolizer,
 ) -> (Vec<Frame>, Option<(usize, End)>) {
     let kernel = idx.stitched.stacks.get(u.stack);
-    let snap = idx.snapshots.get(&u.seq).and_then(|&s| rec(s));
-    if let Some((snap, f)) = snap.and_then(|r| Some((r, idx.special_snapshot()?))) {
-        if let Some(sn) = snapshot(f, &snap) {
+    // Only stack entries with a snapshot pay for finding the record again.
+    let entry = idx
+        .special_snapshot()
+        .filter(|f| idx.events.get(u.seq as usize).is_some_and(|e| e.id == f.id))
+        .and_then(|f| Some((f, rec(u.seq)?)));
+    if let Some((f, entry)) = entry {
+        if let Some(sn) = snapshot(f, &entry, kernel) {
             return sym.user_unwound(pid, ts, &sn, kernel);
         }
     }
@@ -262,10 +270,11 @@ pub fn user_stack<'r>(
     (frames, None)
 }
 
-/// The registers and stack bytes of a `user_unwind_snapshot` record.
-fn snapshot<'r>(f: &EventFormat, rec: &Record<'r>) -> Option<Snapshot<'r>> {
+/// The registers and stack bytes of a `user_unwind_stack_snapshot` record
+/// whose frames are `kernel`: the first frame is the user ip.
+fn snapshot<'r>(f: &EventFormat, rec: &Record<'r>, kernel: &[u64]) -> Option<Snapshot<'r>> {
     Some(Snapshot {
-        ip: rec.u64_field(f, "ip").ok()?,
+        ip: *kernel.first()?,
         sp: rec.u64_field(f, "sp").ok()?,
         bp: rec.u64_field(f, "bp").ok()?,
         data: rec.field_bytes(f, "data").ok()?,

@@ -40,9 +40,9 @@ pub const ID_UNWIND_STACK: u16 = 20;
 pub const ID_COOKIE: u16 = 21;
 /// Event id of `ftrace:user_unwind_mapping`.
 pub const ID_MAPPING: u16 = 23;
-/// Event id of `ftrace:user_unwind_snapshot` (in files that have
-/// snapshots: [`TraceBuilder::snapshot`] adds its format).
-pub const ID_SNAPSHOT: u16 = 24;
+/// Event id of `ftrace:user_unwind_stack_snapshot` (in files that have
+/// snapshots: [`TraceBuilder::stack_snapshot`] adds its format).
+pub const ID_STACK_SNAPSHOT: u16 = 24;
 /// Event id of `sched:sched_switch`.
 pub const ID_SCHED_SWITCH: u16 = 316;
 /// Event id of `raw_syscalls:sys_enter`.
@@ -172,18 +172,21 @@ pub struct TraceBuilder {
     extra_formats: Vec<Vec<u8>>,
 }
 
-/// The format of `ftrace:user_unwind_snapshot`.
-fn snapshot_format() -> Vec<u8> {
+/// The format of `ftrace:user_unwind_stack_snapshot`: a stack entry with
+/// the user registers and stack bytes of its kernel entry.
+fn stack_snapshot_format() -> Vec<u8> {
     fmt(
-        "user_unwind_snapshot",
-        ID_SNAPSHOT,
+        "user_unwind_stack_snapshot",
+        ID_STACK_SNAPSHOT,
         "\tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n\
-         \tfield:unsigned long ip;\toffset:16;\tsize:8;\tsigned:0;\n\
+         \tfield:u64 prev;\toffset:16;\tsize:8;\tsigned:0;\n\
          \tfield:unsigned long sp;\toffset:24;\tsize:8;\tsigned:0;\n\
          \tfield:unsigned long bp;\toffset:32;\tsize:8;\tsigned:0;\n\
-         \tfield:__data_loc unsigned char[] data;\toffset:40;\tsize:4;\tsigned:0;\n",
-        "\"cookie=%llx ip=%lx sp=%lx bp=%lx len=%u\", REC->cookie, REC->ip, REC->sp, REC->bp, \
-         __get_dynamic_array_len(data)",
+         \tfield:__data_loc unsigned long[] stack;\toffset:40;\tsize:4;\tsigned:0;\n\
+         \tfield:__data_loc unsigned char[] data;\toffset:44;\tsize:4;\tsigned:0;\n\
+         \tfield:unsigned char links;\toffset:48;\tsize:1;\tsigned:0;\n",
+        "\"cookie=%llx prev=%llx links=%u sp=%lx bp=%lx len=%u\", REC->cookie, REC->prev, \
+         REC->links, REC->sp, REC->bp, __get_dynamic_array_len(data)",
     )
 }
 
@@ -345,28 +348,34 @@ impl TraceBuilder {
         self.push(cpu, ts, d)
     }
 
-    /// `ftrace:user_unwind_snapshot`: the registers and stack bytes of a
-    /// kernel entry, written right before its `user_unwind_stack`.
+    /// `ftrace:user_unwind_stack_snapshot`: the stack entry of a kernel
+    /// entry (no `prev`, no link) with its user `regs` (sp, bp) and the
+    /// stack bytes from sp upward; `stack[0]` is the user ip.
     #[allow(clippy::too_many_arguments)]
-    pub fn snapshot(
+    pub fn stack_snapshot(
         &mut self,
         cpu: u32,
         ts: u64,
         pid: i32,
         cookie: u64,
-        regs: (u64, u64, u64),
+        regs: (u64, u64),
+        stack: &[u64],
         data: &[u8],
     ) -> &mut Self {
         if self.extra_formats.is_empty() {
-            self.extra_formats.push(snapshot_format());
+            self.extra_formats.push(stack_snapshot_format());
         }
-        let mut d = header(ID_SNAPSHOT, pid);
-        d.extend_from_slice(&cookie.to_le_bytes());
-        for r in [regs.0, regs.1, regs.2] {
-            d.extend_from_slice(&r.to_le_bytes());
+        let mut d = header(ID_STACK_SNAPSHOT, pid);
+        for v in [cookie, 0, regs.0, regs.1] {
+            d.extend_from_slice(&v.to_le_bytes());
         }
-        let loc = 44u32 | ((data.len() as u32) << 16);
-        d.extend_from_slice(&loc.to_le_bytes());
+        let stack_len = stack.len() as u32 * 8;
+        d.extend_from_slice(&(56u32 | (stack_len << 16)).to_le_bytes());
+        d.extend_from_slice(&((56 + stack_len) | ((data.len() as u32) << 16)).to_le_bytes());
+        d.extend_from_slice(&[0; 8]); // links and padding
+        for a in stack {
+            d.extend_from_slice(&a.to_le_bytes());
+        }
         d.extend_from_slice(data);
         self.push(cpu, ts, d)
     }
