@@ -169,7 +169,7 @@ def snap_tables(runs, snaplen, n):
                 out.append(f"| {d} | {e} | {snap_size(m)} | {length(d, m)} | {vd[0]} | "
                            f"{ns[k]:.0f} / {by[k]:.0f} B | {vd[1]} | {vd[2]} | {vs} |")
     out.append("")
-    out.append("(bytes per snapshot: the data of its user_unwind_snapshot entries, from `trace` in a "
+    out.append("(bytes per snapshot: the snapshot data of its stack entries, from `trace` in a "
                "short run; at most the size asked for and what the largest event of a sub-buffer "
                "holds)")
     return out

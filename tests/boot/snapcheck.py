@@ -10,25 +10,23 @@ the option, the trigger and the user_unwind tracer, with sizes that end the
 copy at the size, at the largest event of a 4 KB sub-buffer and at the end of
 the [stack] mapping (64 KB sub-buffers). For each:
 
-* every user_unwind_stack of the program comes right after (the previous
-  entry of its CPU buffer) a user_unwind_snapshot of the same pid and cookie,
-  and every snapshot right before such a stack;
-* each getppid kernel entry has exactly one snapshot and one stack; the
-  snapshot's sp is the program's own, its ip is the stack's first frame, the
-  return address above its bp is the stack's second frame, and its data holds
-  the program's words at their offset from sp;
-* the length of the data is min(size, the largest event of the sub-buffer,
-  end of [stack] - sp), the bytes of the entry past the data and in its
-  holes are zero;
-* trace-cmd (libtraceevent, from the format file) reports the snapshots of
-  instance c17t, each right before the stack line of its cookie.
+* every stack entry of the program is a user_unwind_stack_snapshot (none is
+  a plain user_unwind_stack), and the link rules hold for them as they are;
+* each getppid kernel entry has exactly one stack entry; its sp is the
+  program's own, the return address above its bp is the stack's second
+  frame, and its data holds the program's words at their offset from sp;
+* the length of the data is min(size, the largest event of the sub-buffer
+  once the frames are in, end of [stack] - sp), the bytes of the entry past
+  the data and in its holes are zero;
+* trace-cmd (libtraceevent, from the format file) reports the stack entries
+  of instance c17t with their sp and length.
 """
 
 import re
 
 import rawtrace
 
-SNAP_FIELDS = {"cookie", "ip", "sp", "bp", "data"}
+SNAP_FIELDS = {"cookie", "prev", "sp", "bp", "stack", "data", "links"}
 # the most bytes a __data_loc holds (16 bits of length), in whole words
 LOC_MAX = 0xFFFF // 8 * 8
 # per instance: (how its stacks are asked for, expected bound of the length)
@@ -40,7 +38,7 @@ INSTANCES = {
     "e": ("tracer", "size"),
 }
 NR_GETPPID = 110
-TC_LINE = re.compile(r"-(\d+)\s+\[\d+\].*?\b(user_unwind_snapshot|user_unwind_stack):\s*(.*)")
+TC_LINE = re.compile(r"-(\d+)\s+\[\d+\].*?\b(user_unwind_stack_snapshot|user_unwind_stack):\s*(.*)")
 
 
 def ground_truth(files, expect):
@@ -73,13 +71,17 @@ def decode(files, prefix, subbuf, expect, CaseFail):
 
 
 def snap_data(fmt, ev, expect):
-    """(offset, bytes) of the data of a snapshot entry; the entry's bytes past
-    the data (to whole words) and in the hole before it must be zero."""
-    f = fmt.fields["data"]
+    """(offset, bytes) of the data of a stack entry with a snapshot; the
+    entry's bytes past the data (to whole words) and in the hole after its
+    last field must be zero, and the data must follow the frames."""
+    f, st, ln = fmt.fields["data"], fmt.fields["stack"], fmt.fields["links"]
     loc = int.from_bytes(ev.data[f.offset:f.offset + 4], "little")
     off, length = loc & 0xFFFF, loc >> 16
+    sloc = int.from_bytes(ev.data[st.offset:st.offset + 4], "little")
+    expect(off == (sloc & 0xFFFF) + (sloc >> 16), f"snapshot data at {off}, the frames end at "
+           f"{(sloc & 0xFFFF) + (sloc >> 16)}")
     expect(off + length <= len(ev.data), f"snapshot data {off}+{length} past its {len(ev.data)}-byte record")
-    pad = ev.data[f.offset + 4:off] + ev.data[off + length:off + (length + 7) // 8 * 8]
+    pad = ev.data[ln.offset + 1:sloc & 0xFFFF] + ev.data[off + length:off + (length + 7) // 8 * 8]
     expect(not any(pad), f"snapshot of cookie {ev['cookie']:#x}: non-zero bytes in its padding {pad.hex()}")
     return off, ev.data[off:off + length]
 
@@ -92,7 +94,7 @@ def getppid_cookies(door, d, pid, expect):
         return [e["cookie"] for e in d.merged() if e.fmt is uf and e.pid == pid and e["nr"] == NR_GETPPID]
     cf = d.fmt("ftrace", "user_unwind_cookie")
     pf = d.fmt("ftrace", "user_unwind_page_cookie")
-    sf = d.fmt("ftrace", "user_unwind_stack")
+    sf = d.fmt("ftrace", "user_unwind_stack_snapshot")
     pairs = []
     for c in d.cpus:
         pairs += rawtrace.attribute(c, cf, pf, sf)[0]
@@ -110,30 +112,22 @@ def check_instance(ctx, files, inst, truth, expect, CaseFail):
     subbuf = int(files.get("subbuf-d.txt", b"4").decode().strip()) * 1024 if inst == "d" else None
     d = decode(files, f"c17{inst}", subbuf, expect, CaseFail)
     expect(all(lost == 0 for lost, _ in d.lost()), f"c17{inst}: unexpected loss {d.lost()}")
-    sn = d.fmt("ftrace", "user_unwind_snapshot")
+    sn = d.fmt("ftrace", "user_unwind_stack_snapshot")
     sf = d.fmt("ftrace", "user_unwind_stack")
-    expect(sn is not None and SNAP_FIELDS <= set(sn.fields), "no user_unwind_snapshot format with "
+    expect(sn is not None and SNAP_FIELDS <= set(sn.fields), "no user_unwind_stack_snapshot format with "
            f"{sorted(SNAP_FIELDS)}")
     expect(re.sub(r"\s+", " ", sn.fields["data"].decl) == "__data_loc unsigned char[] data",
            f"the snapshot's data is {sn.fields['data'].decl!r}, not a __data_loc unsigned char[]")
 
-    # right before each stack of the program, a snapshot of the same cookie
-    snaps, stacks, nstack = {}, {}, 0
-    for c in d.cpus:
-        evs = c.events
-        for k, e in enumerate(evs):
-            if e.fmt is sf and e.pid == pid:
-                nstack += 1
-                p = evs[k - 1] if k else None
-                expect(p is not None and p.fmt is sn and p.pid == pid and p["cookie"] == e["cookie"],
-                       f"c17{inst}: the stack of cookie {e['cookie']:#x} comes after {p!r}, not its snapshot")
-                stacks.setdefault(e["cookie"], []).append(e)
-            elif e.fmt is sn:
-                x = evs[k + 1] if k + 1 < len(evs) else None
-                expect(x is not None and x.fmt is sf and x.pid == e.pid and x["cookie"] == e["cookie"],
-                       f"c17{inst}: the snapshot of cookie {e['cookie']:#x} is followed by {x!r}, not its stack")
-                if e.pid == pid:
-                    snaps.setdefault(e["cookie"], []).append(e)
+    # every stack entry of the program holds a snapshot
+    snaps, nstack = {}, 0
+    for e in d.merged():
+        if e.pid != pid:
+            continue
+        expect(sf is None or e.fmt is not sf, f"c17{inst}: a user_unwind_stack without a snapshot: {e!r}")
+        if e.fmt is sn:
+            nstack += 1
+            snaps.setdefault(e["cookie"], []).append(e)
 
     cookies = getppid_cookies(door, d, pid, expect)
     expect(len(cookies) == len(calls) and len(set(cookies)) == len(cookies),
@@ -141,20 +135,17 @@ def check_instance(ctx, files, inst, truth, expect, CaseFail):
     page = d.cpus[0].page_size
     bounds = set()
     for (i, sp, marker), cookie in zip(calls, cookies):
-        s, st = snaps.get(cookie, []), stacks.get(cookie, [])
-        expect(len(s) == 1 and len(st) == 1, f"c17{inst}: getppid {i} (cookie {cookie:#x}) has {len(s)} "
-               f"snapshots and {len(st)} stacks")
-        s, st = s[0], st[0]
-        frames = sf.u64_array(st.data, "stack")
+        s = snaps.get(cookie, [])
+        expect(len(s) == 1, f"c17{inst}: getppid {i} (cookie {cookie:#x}) has {len(s)} stack entries")
+        s = s[0]
+        frames = sn.u64_array(s.data, "stack")
         off, data = snap_data(sn, s, expect)
         expect(s["sp"] == sp, f"c17{inst}: getppid {i}: snapshot sp {s['sp']:#x}, ustest's sp {sp:#x}")
-        expect(frames and s["ip"] == frames[0], f"c17{inst}: getppid {i}: snapshot ip {s['ip']:#x}, "
-               f"first frame {frames[:1]}")
         names = ctx.syms.frames(frames)
         expect(names[:4] == ["snap_leaf", "snap_level1", "do_snap", "main"],
                f"c17{inst}: getppid {i}: frames {names}")
         # the largest data of an event: a sub-buffer less its header, the
-        # event header and length word, and the entry's fixed part
+        # event header and length word, the entry's fixed part and frames
         cap = (page - 16 - 8 - off) // 8 * 8
         want = min(size, cap, LOC_MAX, hi - sp)
         which = [n for n, v in (("size", size), ("event", cap), ("vma", hi - sp)) if v == want]
@@ -173,7 +164,7 @@ def check_instance(ctx, files, inst, truth, expect, CaseFail):
     expect(bound in bounds, f"c17{inst}: the length was bounded by {sorted(bounds)}, the case is "
            f"there to test the {bound} bound")
     ctx.diag(f"c17{inst} ({door}, size {size}, {page}-byte sub-buffers): {nstack} stacks of ustest, each "
-             f"right after its snapshot; {len(cookies)} getppid: sp, ip, bp+8 and the words at sp+"
+             f"with a snapshot; {len(cookies)} getppid: sp, bp+8 and the words at sp+"
              f"{calls[0][2] - calls[0][1]} as ustest has them, {len(data)} bytes ({bound})")
 
 
@@ -186,22 +177,20 @@ def check_trace_cmd(ctx, files, truth, expect):
     text = files.get("tc-report.txt", b"").decode("utf-8", "replace")
     expect("FAILED TO PARSE" not in text, "trace-cmd report: [FAILED TO PARSE]")
     lines = [m.groups() for m in (TC_LINE.search(l) for l in text.splitlines()) if m and int(m.group(1)) == pid]
-    snaps = [(i, f) for i, (_, kind, f) in enumerate(lines) if kind == "user_unwind_snapshot"]
-    expect(len(snaps) == len(calls), f"trace-cmd report: {len(snaps)} snapshot lines of ustest, "
+    snaps = [f for _, kind, f in lines if kind == "user_unwind_stack_snapshot"]
+    expect(len(snaps) == len(calls) and len(snaps) == len(lines),
+           f"trace-cmd report: {len(snaps)} stack lines of ustest with a snapshot, {len(lines)} in all, "
            f"{len(calls)} getppid")
     size = int(files.get("size-t.txt", b"0").decode().strip() or 0)
-    for (i, f), (_, sp, _) in zip(snaps, calls):
-        m = re.match(r"cookie=(?:0x)?([0-9a-f]+) ip=(?:0x)?[0-9a-f]+ sp=(?:0x)?([0-9a-f]+) bp=(?:0x)?[0-9a-f]+ "
-                     r"len=(\d+)$", f.strip())
-        expect(m, f"trace-cmd report: snapshot line {f!r}")
+    for f, (_, sp, _) in zip(snaps, calls):
+        # the print format of the kernel, or the plugin's (plugins/)
+        m = re.match(r"cookie=(?:0x)?([0-9a-f]+) .*?sp=(?:0x)?([0-9a-f]+) bp=(?:0x)?[0-9a-f]+ "
+                     r"(?:len|snapshot)=(\d+)", f.strip())
+        expect(m, f"trace-cmd report: stack line {f!r}")
         expect(int(m.group(2), 16) == sp and int(m.group(3)) == size,
-               f"trace-cmd report: snapshot {f!r}, ustest's sp {sp:#x}, size {size}")
-        nxt = lines[i + 1] if i + 1 < len(lines) else None
-        c = re.match(r"cookie=(?:0x)?([0-9a-f]+)", nxt[2]) if nxt and nxt[1] == "user_unwind_stack" else None
-        expect(c and c.group(1) == m.group(1), f"trace-cmd report: the snapshot of cookie {m.group(1)} "
-               f"is followed by {nxt}, not its stack")
-    ctx.diag(f"trace-cmd report (c17t): {len(snaps)} snapshot lines (sp as ustest's, len={size}), each right "
-             f"before the stack line of its cookie")
+               f"trace-cmd report: stack {f!r}, ustest's sp {sp:#x}, size {size}")
+    ctx.diag(f"trace-cmd report (c17t): {len(snaps)} stack lines with a snapshot (sp as ustest's, "
+             f"len={size})")
 
 
 def case(ctx, files, expect, CaseFail):

@@ -36,7 +36,7 @@ def run(files):
 
 def snapshots(files, inst):
     d = rawtrace.Dump(files, f"c17{inst}")
-    return [e for e in d.merged() if e.name == "user_unwind_snapshot"]
+    return [e for e in d.merged() if e.name == "user_unwind_stack_snapshot"]
 
 
 def poke(files, inst, ev, offset, fmt, value):
@@ -87,15 +87,15 @@ class SnapshotCase(unittest.TestCase):
     def test_non_zero_padding_fails(self):
         files = load()
         ev = snapshots(files, "d")[0]
-        f = ev.fmt.fields["data"]
-        poke(files, "d", ev, f.offset + 4, "<B", 0x5A)
+        f = ev.fmt.fields["links"]
+        poke(files, "d", ev, f.offset + 1, "<B", 0x5A)
         with self.assertRaises(check.CaseFail):
             run(files)
 
-    def test_snapshot_not_right_before_its_stack_fails(self):
+    def test_stack_entry_lost_fails(self):
         files = load()
         ev = snapshots(files, "a")[1]
-        # another entry type in its place: the stack loses its snapshot
+        # another entry type in its place: a getppid has no stack entry
         pf = rawtrace.Dump(files, "c17a").fmt("ftrace", "user_unwind_page_cookie")
         poke(files, "a", ev, 0, "<H", pf.id)
         with self.assertRaises(check.CaseFail):
@@ -103,7 +103,7 @@ class SnapshotCase(unittest.TestCase):
 
     def test_trace_cmd_parse_failure_fails(self):
         files = load()
-        files["tc-report.txt"] += b"ustest-1 [000] 1.0: user_unwind_snapshot: [FAILED TO PARSE]\n"
+        files["tc-report.txt"] += b"ustest-1 [000] 1.0: user_unwind_stack_snapshot: [FAILED TO PARSE]\n"
         with self.assertRaises(check.CaseFail):
             run(files)
 

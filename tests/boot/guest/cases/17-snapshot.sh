@@ -1,8 +1,8 @@
 # timeout: 120
 # User stack snapshots (kernel-patch "tracing: Add user stack snapshot"):
-# every user_unwind_stack of an instance with user_stack_snapshot_size set
-# comes right after a user_unwind_snapshot of the same cookie, whose sp is
-# the program's own at the system call. `ustest snap 10`: 10 getppid from
+# every stack entry of an instance with user_stack_snapshot_size set is a
+# user_unwind_stack_snapshot, whose sp is the program's own at the system
+# call. `ustest snap 10`: 10 getppid from
 # snap_leaf, 12 KB below main, each with two known words on its stack.
 # Instances, all on one run of the program:
 #   c17a  option,  256 bytes
@@ -13,7 +13,7 @@
 #   c17t  option,  256 bytes, read by trace-cmd (extract + report)
 . /cases/lib.sh
 need "$T/user_stack_snapshot_size" "kernel lacks user_stack_snapshot_size (the snapshot patch is not in the series)"
-need "$T/events/ftrace/user_unwind_snapshot/format" "kernel lacks the user_unwind_snapshot entry"
+need "$T/events/ftrace/user_unwind_stack_snapshot/format" "kernel lacks the user_unwind_stack_snapshot entry"
 need "$T/options/userstacktrace_delay" "kernel lacks the userstacktrace_delay option"
 grep -qw user_unwind "$T/available_tracers" || skip "no user_unwind tracer"
 
@@ -70,7 +70,7 @@ cat "$A/trace" >trace-a.txt
 for i in a b c d e; do
 	dump "$T/instances/c17$i" "c17$i"
 done
-cp "$T/events/ftrace/user_unwind_snapshot/format" fmt.ftrace.user_unwind_snapshot
+cp "$T/events/ftrace/user_unwind_stack_snapshot/format" fmt.ftrace.user_unwind_stack_snapshot
 # libtraceevent reads the format file: trace-cmd's view of instance c17t
 trace-cmd extract -B c17t -o t.dat >extract.out 2>extract.err
 echo "rc=$?" >extract.rc
