@@ -11,6 +11,7 @@ use std::fs::File;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
+use ustack_symbolize::procfs;
 use ustack_tracedata::writer::{LibMap, ProcMap};
 use ustack_tracefs::Tracefs;
 
@@ -152,7 +153,7 @@ impl MapsStore {
             seq
         });
         let taken = Instant::now();
-        let snap = ustack_symbolize::procfs::read_proc_map(tgid);
+        let snap = procfs::read_proc_map(tgid);
         if let (Some(s), Some(seq)) = (&stamper, seq) {
             s.mark(seq, false);
         }
@@ -163,7 +164,7 @@ impl MapsStore {
             // lock): such a partial snapshot would replace good ranges.
             // PF_EXITING is set before exit_mm(), so a read that ended
             // before it is whole; a ptrace exit stop comes before both.
-            Ok(_) if exiting(tgid) => false,
+            Ok(_) if procfs::exiting(tgid) => false,
             Ok(m) if !m.maps.is_empty() => {
                 if let Some(seq) = seq {
                     self.lock().stamped.push((seq, m.clone()));
@@ -173,7 +174,7 @@ impl MapsStore {
             }
             _ => false,
         };
-        for tid in ustack_symbolize::procfs::threads_of(tgid) {
+        for tid in procfs::threads_of(tgid) {
             self.add_thread(tid, tgid);
         }
         read
@@ -293,7 +294,7 @@ pub struct MapsTracker {
 /// A process seen again with stacks is read again after this long.
 const REREAD_AFTER: std::time::Duration = std::time::Duration::from_millis(50);
 
-pub(crate) use ustack_symbolize::procfs::tgid_of;
+pub(crate) use procfs::tgid_of;
 
 impl MapsTracker {
     /// Tracks `roots` (polled, with their descendants).
@@ -320,25 +321,9 @@ impl MapsTracker {
         if self.roots.is_empty() {
             return;
         }
-        let Ok(rd) = std::fs::read_dir("/proc") else {
-            return;
-        };
         let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
-        for ent in rd.flatten() {
-            let Some(pid) = ent.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
-                continue;
-            };
-            if let Some(ppid) = rest
-                .split_whitespace()
-                .nth(1)
-                .and_then(|s| s.parse::<u32>().ok())
-            {
+        for pid in procfs::pids() {
+            if let Some(ppid) = procfs::parent_of(pid) {
                 children.entry(ppid).or_default().push(pid);
             }
         }
@@ -604,40 +589,8 @@ fn stack_pid(ids: &HashMap<u16, usize>, data: &[u8]) -> Option<u32> {
     (pid > 0).then_some(pid as u32)
 }
 
-/// `PF_EXITING` in `/proc/PID/stat`'s flags.
-const PF_EXITING: u64 = 0x4;
-
-/// Whether process `tgid` is exiting, or gone, after a read of its maps.
-fn exiting(tgid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{tgid}/stat")) {
-        Ok(stat) => stat_flags(&stat).is_none_or(|f| f & PF_EXITING != 0),
-        Err(_) => true,
-    }
-}
-
-/// The `flags` field (the 9th) of a `/proc/PID/stat` line; the command
-/// name in parentheses may itself hold spaces and parentheses.
-fn stat_flags(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(6)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn stat_flags_reads_the_ninth_field_after_any_command_name() {
-        let line = "1115 (a) b (c) R 1103 1103 1 0 -1 4194624 86 0 0 0 0 0";
-        assert_eq!(super::stat_flags(line), Some(4194624));
-        assert_eq!(
-            super::stat_flags("1 (init) S 0 1 1 0 -1 4194564 9"),
-            Some(4194564)
-        );
-        assert_eq!(super::stat_flags("1 (init) S 0"), None);
-        assert_eq!(super::stat_flags("garbage"), None);
-        assert_ne!(4194564 & super::PF_EXITING, 0);
-        assert_eq!(4194624 & super::PF_EXITING, 0);
-    }
-
     use super::*;
     use std::time::Duration;
     use ustack_tracedata::{MapsAt, MapsKind};

@@ -174,7 +174,7 @@ fn setup_inner<T>(
     }
     // A pid filter of a process that is not there would record nothing.
     for pid in &opts.pids {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        if !ustack_symbolize::procfs::exists(*pid) {
             bail!("-P {pid}: no such process");
         }
     }

@@ -1,5 +1,8 @@
-//! Reading a live process's maps and threads from `/proc` (the recorder
-//! and live views use this; trace files never do).
+//! Everything the workspace reads about live processes from `/proc`: maps
+//! and names, thread groups, parents, exit state, the own vDSO. The
+//! recorder and the live views use this; trace files never do. The text
+//! of `/proc/PID/maps` is tracedata's format ([`ProcMap::from_proc_maps`]);
+//! the rest is parsed here.
 
 use std::io;
 
@@ -37,6 +40,62 @@ pub fn threads_of(tgid: u32) -> Vec<u32> {
     v
 }
 
+/// Whether a process or thread `pid` exists now.
+pub fn exists(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The processes alive now (the numeric entries of `/proc`), in no order.
+pub fn pids() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// The parent of process `pid`, from `/proc/PID/stat`.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    stat(pid)?.ppid
+}
+
+/// `PF_EXITING` in `/proc/PID/stat`'s flags.
+const PF_EXITING: u64 = 0x4;
+
+/// Whether process `pid` is exiting (`PF_EXITING`, set before the kernel
+/// tears its mappings down), or gone.
+pub fn exiting(pid: u32) -> bool {
+    stat(pid)
+        .and_then(|s| s.flags)
+        .is_none_or(|f| f & PF_EXITING != 0)
+}
+
+/// The fields of `/proc/PID/stat` read here.
+#[derive(Debug, PartialEq, Eq)]
+struct Stat {
+    /// The 4th field.
+    ppid: Option<u32>,
+    /// The 9th field.
+    flags: Option<u64>,
+}
+
+fn stat(pid: u32) -> Option<Stat> {
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Parses a `/proc/PID/stat` line; the command name in parentheses may
+/// itself hold spaces and parentheses, so the fields are counted from the
+/// last `)`.
+fn parse_stat(line: &str) -> Option<Stat> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let mut f = rest.split_whitespace();
+    // state, ppid, pgrp, session, tty_nr, tpgid, flags
+    let ppid = f.nth(1).and_then(|s| s.parse().ok());
+    let flags = f.nth(4).and_then(|s| s.parse().ok());
+    Some(Stat { ppid, flags })
+}
+
 /// The bytes of this process's own `[vdso]` mapping (the running kernel's
 /// vDSO image), through its maps and `/proc/self/mem`.
 pub fn own_vdso() -> Option<Vec<u8>> {
@@ -67,6 +126,38 @@ mod tests {
         assert_eq!(tgid_of(t), None, "an exited thread has no status");
         assert!(threads_of(me).contains(&me));
         assert!(read_proc_map(u32::MAX).is_err());
+        assert!(exists(me) && !exists(u32::MAX));
+        assert!(pids().contains(&me));
+        assert_eq!(parent_of(me), Some(std::os::unix::process::parent_id()));
+        assert!(!exiting(me));
+        assert!(
+            exiting(u32::MAX),
+            "a process that is gone counts as exiting"
+        );
+    }
+
+    #[test]
+    fn stat_fields_are_counted_after_any_command_name() {
+        let line = "1115 (a) b (c) R 1103 1103 1 0 -1 4194624 86 0 0 0 0 0";
+        assert_eq!(
+            parse_stat(line),
+            Some(Stat {
+                ppid: Some(1103),
+                flags: Some(4194624)
+            })
+        );
+        let init = parse_stat("1 (init) S 0 1 1 0 -1 4194564 9").unwrap();
+        assert_eq!((init.ppid, init.flags), (Some(0), Some(4194564)));
+        assert_eq!(
+            parse_stat("1 (init) S 0"),
+            Some(Stat {
+                ppid: Some(0),
+                flags: None
+            })
+        );
+        assert_eq!(parse_stat("garbage"), None);
+        assert_ne!(4194564 & PF_EXITING, 0);
+        assert_eq!(4194624 & PF_EXITING, 0);
     }
 
     fn gettid() -> u32 {
