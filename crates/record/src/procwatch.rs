@@ -16,17 +16,14 @@
 //! renamed while recording ([`ProcEvent::Comm`]), which the kernel's
 //! `saved_cmdlines` keeps only as a best-effort cache.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::collections::HashMap;
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::header::HeaderPage;
 use ustack_tracedata::page::Page;
-use ustack_tracefs::{EventId, Guard, Instance, Tracefs};
+use ustack_tracefs::{EventId, Guard, Instance, Marker, PageReader, Tracefs};
 
 /// `CLONE_THREAD` of `task_newtask`'s `clone_flags`.
 const CLONE_THREAD: u64 = 0x10000;
@@ -106,7 +103,7 @@ pub enum ProcEvent {
 #[derive(Debug)]
 pub struct Stamper {
     /// Closed by [`ProcWatch::finish`], so the instance can be removed.
-    marker: Mutex<Option<File>>,
+    marker: Mutex<Option<Marker>>,
     seq: AtomicU64,
 }
 
@@ -119,9 +116,9 @@ impl Stamper {
     /// Writes the marker of read `seq`, before or after it.
     pub fn mark(&self, seq: u64, before: bool) {
         let text = format!("{MARK}{seq} {}", if before { 'b' } else { 'a' });
-        let mut f = self.marker.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(f) = f.as_mut() {
-            let _ = f.write_all(text.as_bytes());
+        let f = self.marker.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(f) = f.as_ref() {
+            let _ = f.write(&text);
         }
     }
 }
@@ -145,7 +142,7 @@ struct Layout {
 /// The private instance and its readers.
 pub struct ProcWatch {
     inst: Instance,
-    readers: Vec<File>,
+    readers: Vec<PageReader>,
     header: HeaderPage,
     page_size: usize,
     layout: Layout,
@@ -202,20 +199,12 @@ impl ProcWatch {
         }
         let header = HeaderPage::parse(&fs.header_page()?)?;
         let page_size = inst.page_size();
-        let mut readers = Vec::new();
-        for cpu in inst.cpus()? {
-            let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
-            let f = OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(inst.path(&rel))
-                .with_context(|| format!("cannot open {}", inst.shown(&rel)))?;
-            readers.push(f);
-        }
-        let marker = OpenOptions::new()
-            .write(true)
-            .open(inst.path("trace_marker"))
-            .with_context(|| format!("cannot open {}", inst.shown("trace_marker")))?;
+        let readers = inst
+            .cpus()?
+            .into_iter()
+            .map(|cpu| inst.page_reader(cpu))
+            .collect::<Result<Vec<_>, _>>()?;
+        let marker = inst.marker()?;
         guard.set_tracing_on(&inst, true)?;
         Ok(ProcWatch {
             inst,
@@ -242,18 +231,12 @@ impl ProcWatch {
         let mut new = Vec::new();
         let mut buf = vec![0u8; self.page_size];
         for r in &mut self.readers {
-            loop {
-                match r.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        if let Ok(p) = Page::new(&buf[..n], &self.header) {
-                            for (ts, data) in p.events().flatten() {
-                                decode(&self.layout, ts, data, &mut new);
-                            }
-                        }
+            // Until the CPU has nothing ready (or a read fails).
+            while let Ok(Some(n)) = r.read_page(&mut buf) {
+                if let Ok(p) = Page::new(&buf[..n], &self.header) {
+                    for (ts, data) in p.events().flatten() {
+                        decode(&self.layout, ts, data, &mut new);
                     }
-                    Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                    Err(_) => break, // EAGAIN: empty
                 }
             }
         }

@@ -260,7 +260,7 @@ fn setup_inner<T>(
     // Stack snapshots: asked for explicitly, they must be there; the
     // default is taken where the kernel has them.
     if opts.user_stacks == UserStacks::Deferred {
-        let has = inst.path("user_stack_snapshot_size").exists();
+        let has = inst.exists("user_stack_snapshot_size");
         match opts.snapshot_bytes {
             Some(n) if n > 0 && !has => bail!(
                 "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"

@@ -71,6 +71,23 @@ pub(crate) fn list_dir(abs: &Path, shown: &str, dirs_only: bool) -> Result<Vec<S
     Ok(names)
 }
 
+/// Names of the entries of a directory in readdir order; with
+/// `dirs_only`, only directories (following symlinks, as stat(2) does).
+pub(crate) fn list_dir_unsorted(abs: &Path, shown: &str, dirs_only: bool) -> Result<Vec<String>> {
+    let rd = fs::read_dir(abs).map_err(|e| Error::io(Op::List, shown, e))?;
+    let mut names = Vec::new();
+    for ent in rd {
+        let ent = ent.map_err(|e| Error::io(Op::List, shown, e))?;
+        if dirs_only && !ent.path().is_dir() {
+            continue;
+        }
+        if let Some(name) = ent.file_name().to_str() {
+            names.push(name.to_string());
+        }
+    }
+    Ok(names)
+}
+
 /// Matches `name` against a shell-style glob with `*` (any run of bytes)
 /// and `?` (any one byte); every other byte stands for itself, so `[`, `{`
 /// and `\` are literal, as event and system names never hold them.

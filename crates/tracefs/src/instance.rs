@@ -2,6 +2,7 @@
 
 use crate::error::{Error, Op, Result};
 use crate::fsio;
+use crate::marker::{Marker, PageReader};
 use crate::reader::CpuReader;
 use crate::{EventId, Tracefs};
 use std::path::PathBuf;
@@ -86,6 +87,34 @@ impl Instance {
     /// Writes a control file (O_TRUNC, a single write).
     pub fn write(&self, rel: &str, value: &str) -> Result<()> {
         fsio::write(&self.path(rel), &self.shown(rel), value.as_bytes(), true)
+    }
+
+    /// Opens a file of this instance for reading as a stream (`trace`,
+    /// `trace_pipe`: text the kernel produces as it is read, or waits for).
+    pub fn open_read(&self, rel: &str) -> Result<std::fs::File> {
+        std::fs::File::open(self.path(rel)).map_err(|e| Error::io(Op::Open, self.shown(rel), e))
+    }
+
+    /// Whether `rel` is a directory of this instance.
+    pub fn is_dir(&self, rel: &str) -> bool {
+        self.path(rel).is_dir()
+    }
+
+    /// The names in directory `rel` (`options`, `instances`), in the
+    /// kernel's readdir order, which is what trace-cmd prints.
+    pub fn entries(&self, rel: &str) -> Result<Vec<String>> {
+        fsio::list_dir_unsorted(&self.path(rel), &self.shown(rel), false)
+    }
+
+    /// The subdirectories of `rel` (`events`, `events/SYSTEM`) in the
+    /// kernel's readdir order; a symlink to a directory counts as one.
+    pub fn subdirs(&self, rel: &str) -> Result<Vec<String>> {
+        fsio::list_dir_unsorted(&self.path(rel), &self.shown(rel), true)
+    }
+
+    /// Opens `trace_marker`, to write events into this instance's buffer.
+    pub fn marker(&self) -> Result<Marker> {
+        Marker::open(&self.path("trace_marker"), self.shown("trace_marker"))
     }
 
     /// Appends to a control file (O_APPEND, a single write), e.g. to add a
@@ -335,6 +364,12 @@ impl Instance {
     pub fn cpu_reader(&self, cpu: u32) -> Result<CpuReader> {
         let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
         CpuReader::open(cpu, &self.path(&rel), &self.shown(&rel), self.page_size())
+    }
+
+    /// Opens a non-blocking page reader on `per_cpu/cpuN/trace_pipe_raw`.
+    pub fn page_reader(&self, cpu: u32) -> Result<PageReader> {
+        let rel = format!("per_cpu/cpu{cpu}/trace_pipe_raw");
+        PageReader::open(cpu, &self.path(&rel), self.shown(&rel))
     }
 }
 

@@ -11,6 +11,10 @@
 //! * [`CpuReader`] moves whole ring-buffer pages from
 //!   `per_cpu/cpuN/trace_pipe_raw` into a file with `splice(2)` through a pipe,
 //!   so the data never passes through user memory on the record path.
+//! * [`Marker`] writes events into an instance's buffer (`trace_marker`);
+//!   [`PageReader`] reads its pages back with read(2), non-blocking.
+//! * Directory listings ([`Instance::entries`], [`Instance::subdirs`]) come
+//!   in the kernel's readdir order, which trace-cmd's listings print.
 //! * [`Guard`] remembers the old value of every setting it changes and puts
 //!   it back when dropped; its [`Restorer`] restores from another thread
 //!   (a program's signal handling), and [`remove_dirs_after_exit`] removes
@@ -27,6 +31,7 @@ mod fsio;
 mod guard;
 mod instance;
 mod journal;
+mod marker;
 mod mount;
 mod reader;
 mod stats;
@@ -36,6 +41,7 @@ pub use fsio::glob_match;
 pub use guard::{remove_dirs_after_exit, Guard, Restorer};
 pub use instance::{Instance, OwnedInstance};
 pub use journal::replay as replay_journal;
+pub use marker::{Marker, PageReader};
 pub use reader::{CpuReader, DrainStats};
 pub use stats::CpuStats;
 
@@ -354,6 +360,14 @@ impl Tracefs {
     /// not permitted by kptr_restrict).
     pub fn kallsyms() -> Result<Vec<u8>> {
         fsio::read_bytes(Path::new("/proc/kallsyms"), "/proc/kallsyms")
+    }
+
+    /// Whether the stack tracer is on (`/proc/sys/kernel/stack_tracer_enabled`
+    /// above 0); `None` when the kernel has no stack tracer.
+    pub fn stack_tracer_enabled() -> Option<bool> {
+        let p = "/proc/sys/kernel/stack_tracer_enabled";
+        let v = fsio::read_string(Path::new(p), p).ok()?;
+        Some(v.trim().parse::<i64>().unwrap_or(0) > 0)
     }
 
     /// `sysname nodename release version machine`, the way trace-cmd stores

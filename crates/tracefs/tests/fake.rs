@@ -208,3 +208,33 @@ fn not_tracefs_is_an_error() {
         )
     );
 }
+
+#[test]
+fn listings_keep_readdir_order_and_follow_directory_symlinks() {
+    let dir = fake();
+    let r = dir.path();
+    std::os::unix::fs::symlink(r.join("events/sched"), r.join("events/linked")).unwrap();
+    let fs = Tracefs::at(r).unwrap();
+    let top = fs.top();
+    let readdir = |rel: &str, dirs: bool| -> Vec<String> {
+        fs::read_dir(r.join(rel))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| !dirs || e.path().is_dir())
+            .map(|e| e.file_name().into_string().unwrap())
+            .collect()
+    };
+    assert_eq!(top.entries("options").unwrap(), readdir("options", false));
+    let systems = top.subdirs("events").unwrap();
+    assert_eq!(systems, readdir("events", true));
+    assert!(systems.iter().any(|s| s == "linked"), "{systems:?}");
+    assert!(!systems.iter().any(|s| s == "header_page"), "{systems:?}");
+    assert!(top.is_dir("events/sched") && !top.is_dir("events/header_page"));
+    let e = top.subdirs("events/nosuch").unwrap_err().to_string();
+    assert!(e.starts_with("tracefs: cannot list events/nosuch: "), "{e}");
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut top.open_read("tracing_on").unwrap(), &mut text).unwrap();
+    assert_eq!(text, "1\n");
+    let e = top.open_read("nosuch").unwrap_err().to_string();
+    assert!(e.starts_with("tracefs: cannot open nosuch: "), "{e}");
+}

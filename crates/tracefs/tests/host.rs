@@ -203,3 +203,39 @@ fn top_level_metadata_is_readable() {
     assert!(Tracefs::uname().starts_with("Linux "));
     let _ = File::open(fs.root().join("trace")).unwrap();
 }
+
+#[test]
+#[ignore = "needs root and tracefs"]
+fn marker_writes_come_back_through_the_page_readers() {
+    let fs = host();
+    let name = format!("tracefs-test-marker-{}", std::process::id());
+    let inst = fs.create_instance(&name).unwrap();
+    inst.set_buffer_size_kb(64).unwrap();
+    let mut readers: Vec<_> = inst
+        .cpus()
+        .unwrap()
+        .into_iter()
+        .map(|c| inst.page_reader(c).unwrap())
+        .collect();
+    let mut buf = vec![0u8; inst.page_size()];
+    for r in &mut readers {
+        assert_eq!(r.read_page(&mut buf).unwrap(), None, "CPU {}", r.cpu());
+    }
+    let marker = inst.marker().unwrap();
+    let text = format!("tracefs-marker-{}", std::process::id());
+    marker.write(&text).unwrap();
+    inst.set_tracing_on(false).unwrap();
+    // With tracing off, the partial page the marker is on is read too.
+    let mut found = 0;
+    for r in &mut readers {
+        while let Some(n) = r.read_page(&mut buf).unwrap() {
+            found += buf[..n]
+                .windows(text.len())
+                .filter(|w| *w == text.as_bytes())
+                .count();
+        }
+    }
+    assert_eq!(found, 1, "the marker text in the pages read");
+    drop((marker, readers));
+    inst.remove().unwrap();
+}

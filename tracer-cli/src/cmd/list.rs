@@ -5,10 +5,8 @@
 //! events, tracers, options and compression algorithms.
 
 use super::bre::Bre;
-use anyhow::{bail, Context, Result};
-use std::fs;
+use anyhow::{bail, Result};
 use std::io::{self, Write};
-use std::path::Path;
 use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli list`.
@@ -60,28 +58,9 @@ pub struct Args {
     pub instance: Option<Option<String>>,
 }
 
-/// Names in `dir`, in the order the kernel returns them (readdir order,
-/// which is what trace-cmd prints), optionally only directories.
-pub(crate) fn dir_entries(dir: &Path, dirs_only: bool) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    let rd = fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?;
-    for ent in rd {
-        let ent = ent.with_context(|| format!("cannot read {}", dir.display()))?;
-        // Like stat(2): a symlink to a directory counts as one.
-        if dirs_only && !ent.path().is_dir() {
-            continue;
-        }
-        if let Some(name) = ent.file_name().to_str() {
-            out.push(name.to_string());
-        }
-    }
-    Ok(out)
-}
-
-/// Copies a tracefs file to `out` as it is.
-fn cat(out: &mut impl Write, path: &Path) -> Result<()> {
-    let data = fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    out.write_all(&data)?;
+/// Copies a tracefs file (relative to `inst`) to `out` as it is.
+fn cat(out: &mut impl Write, inst: &Instance, rel: &str) -> Result<()> {
+    out.write_all(&inst.read(rel)?)?;
     Ok(())
 }
 
@@ -94,8 +73,8 @@ enum Show {
     Trigger,
 }
 
-fn show_event(out: &mut impl Write, fs: &Tracefs, sys: &str, ev: &str, what: Show) -> Result<()> {
-    let dir = fs.root().join("events").join(sys).join(ev);
+fn show_event(out: &mut impl Write, top: &Instance, sys: &str, ev: &str, what: Show) -> Result<()> {
+    let dir = format!("events/{sys}/{ev}");
     match what {
         Show::Name => writeln!(out, "{sys}:{ev}")?,
         Show::Filter | Show::Trigger => {
@@ -105,14 +84,12 @@ fn show_event(out: &mut impl Write, fs: &Tracefs, sys: &str, ev: &str, what: Sho
             } else {
                 "trigger"
             };
-            cat(out, &dir.join(file))?;
+            cat(out, top, &format!("{dir}/{file}"))?;
             writeln!(out)?;
         }
         Show::Format { full } => {
             writeln!(out, "system: {sys}")?;
-            let path = dir.join("format");
-            let text =
-                fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+            let text = top.read(&format!("{dir}/format"))?;
             for line in text.split_inclusive(|&b| b == b'\n') {
                 if !full && line.starts_with(b"print fmt") {
                     break;
@@ -127,22 +104,22 @@ fn show_event(out: &mut impl Write, fs: &Tracefs, sys: &str, ev: &str, what: Sho
 /// Events of a system whose name matches `re`.
 fn show_matching(
     out: &mut impl Write,
-    fs: &Tracefs,
+    top: &Instance,
     sys: &str,
     re: &Bre,
     what: Show,
 ) -> Result<()> {
-    for ev in dir_entries(&fs.root().join("events").join(sys), true)? {
+    for ev in top.subdirs(&format!("events/{sys}"))? {
         if re.is_match(&ev) {
-            show_event(out, fs, sys, &ev, what)?;
+            show_event(out, top, sys, &ev, what)?;
         }
     }
     Ok(())
 }
 
-fn show_system(out: &mut impl Write, fs: &Tracefs, sys: &str, what: Show) -> Result<()> {
-    for ev in dir_entries(&fs.root().join("events").join(sys), true)? {
-        show_event(out, fs, sys, &ev, what)?;
+fn show_system(out: &mut impl Write, top: &Instance, sys: &str, what: Show) -> Result<()> {
+    for ev in top.subdirs(&format!("events/{sys}"))? {
+        show_event(out, top, sys, &ev, what)?;
     }
     Ok(())
 }
@@ -166,20 +143,19 @@ fn split_pattern(re: &str) -> (&str, Option<&str>) {
 /// `WORD` whole matching systems plus, in the other systems, the events
 /// whose name matches. The `ftrace` pseudo-system (no `enable` file) only
 /// shows up here, first, as in trace-cmd.
-fn show_events_re(out: &mut impl Write, fs: &Tracefs, pattern: &str, what: Show) -> Result<()> {
+fn show_events_re(out: &mut impl Write, top: &Instance, pattern: &str, what: Show) -> Result<()> {
     let (sys_re, ev_re) = split_pattern(pattern);
     let sys_re = Bre::new(sys_re)?;
     let ev_re = ev_re.map(Bre::new).transpose()?;
     let just_systems = ev_re.is_some() || pattern.ends_with(':');
-    let events = fs.root().join("events");
     let mut systems = Vec::new();
-    for s in dir_entries(&events, true)? {
-        if events.join(&s).join("enable").exists() {
+    for s in top.subdirs("events")? {
+        if top.exists(&format!("events/{s}/enable")) {
             systems.push(s);
         }
     }
     let mut order: Vec<&str> = Vec::new();
-    if events.join("ftrace").is_dir() && !systems.iter().any(|s| s == "ftrace") {
+    if top.is_dir("events/ftrace") && !systems.iter().any(|s| s == "ftrace") {
         order.push("ftrace");
     }
     order.extend(systems.iter().map(String::as_str));
@@ -193,14 +169,14 @@ fn show_events_re(out: &mut impl Write, fs: &Tracefs, pattern: &str, what: Show)
             continue;
         };
         match filter {
-            None => show_system(out, fs, sys, what)?,
-            Some(re) => show_matching(out, fs, sys, re, what)?,
+            None => show_system(out, top, sys, what)?,
+            Some(re) => show_matching(out, top, sys, re, what)?,
         }
     }
     Ok(())
 }
 
-fn show_events(out: &mut impl Write, fs: &Tracefs, args: &Args) -> Result<()> {
+fn show_events(out: &mut impl Write, top: &Instance, args: &Args) -> Result<()> {
     let pattern = args.events.clone().flatten();
     let what = if args.formats {
         Show::Format { full: args.full }
@@ -215,20 +191,19 @@ fn show_events(out: &mut impl Write, fs: &Tracefs, args: &Args) -> Result<()> {
         None | Some("") if !matches!(what, Show::Name) => {
             bail!("When specifying event files, an event must be named")
         }
-        None | Some("") => cat(out, &fs.root().join("available_events")),
-        Some(p) => show_events_re(out, fs, p, what),
+        None | Some("") => cat(out, top, "available_events"),
+        Some(p) => show_events_re(out, top, p, what),
     }
 }
 
 /// `list -o`: every file of `options/` in readdir order, `no` before the
 /// ones that are off.
 fn show_options(out: &mut impl Write, inst: &Instance) -> Result<()> {
-    let dir = inst.dir().join("options");
-    if !dir.is_dir() {
-        return cat(out, &inst.dir().join("trace_options"));
+    if !inst.is_dir("options") {
+        return cat(out, inst, "trace_options");
     }
-    for name in dir_entries(&dir, false)? {
-        let Ok(v) = fs::read_to_string(dir.join(&name)) else {
+    for name in inst.entries("options")? {
+        let Ok(v) = inst.read_string(&format!("options/{name}")) else {
             continue;
         };
         match v.trim().parse::<i64>() {
@@ -240,16 +215,16 @@ fn show_options(out: &mut impl Write, inst: &Instance) -> Result<()> {
     Ok(())
 }
 
-fn show_systems(out: &mut impl Write, fs: &Tracefs) -> Result<()> {
-    for s in dir_entries(&fs.root().join("events"), true)? {
+fn show_systems(out: &mut impl Write, top: &Instance) -> Result<()> {
+    for s in top.subdirs("events")? {
         writeln!(out, "{s}")?;
     }
     writeln!(out)?;
     Ok(())
 }
 
-fn show_instances(out: &mut impl Write, fs: &Tracefs) -> Result<()> {
-    let names = dir_entries(&fs.root().join("instances"), false)?;
+fn show_instances(out: &mut impl Write, top: &Instance) -> Result<()> {
+    let names = top.entries("instances")?;
     if names.is_empty() {
         writeln!(out, "No buffer instances defined")?;
     }
@@ -279,6 +254,7 @@ fn show_compression(out: &mut impl Write) -> Result<()> {
 /// Runs `tracer-cli list`.
 pub fn run(args: Args) -> Result<()> {
     let fs = Tracefs::open()?;
+    let top = fs.top();
     let named = args.instance.clone().flatten();
     let inst = fs.instance_or_top(named.as_deref())?;
     let list_instances = matches!(args.instance, Some(None));
@@ -293,10 +269,10 @@ pub fn run(args: Args) -> Result<()> {
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     if args.events.is_some() {
-        show_events(&mut out, &fs, &args)?;
+        show_events(&mut out, &top, &args)?;
     }
     if args.tracers {
-        cat(&mut out, &fs.root().join("available_tracers"))?;
+        cat(&mut out, &top, "available_tracers")?;
     }
     if args.options {
         show_options(&mut out, &inst)?;
@@ -305,24 +281,24 @@ pub fn run(args: Args) -> Result<()> {
         out.write_all(&ustack_printer::listings::plugin_list()?)?;
     }
     if list_instances {
-        show_instances(&mut out, &fs)?;
+        show_instances(&mut out, &top)?;
     }
     if args.clocks {
         show_clocks(&mut out, &inst)?;
     }
     if args.systems {
-        show_systems(&mut out, &fs)?;
+        show_systems(&mut out, &top)?;
     }
     if args.compression {
         show_compression(&mut out)?;
     }
     if all {
         writeln!(out, "event systems:")?;
-        show_systems(&mut out, &fs)?;
+        show_systems(&mut out, &top)?;
         writeln!(out, "events:")?;
-        cat(&mut out, &fs.root().join("available_events"))?;
+        cat(&mut out, &top, "available_events")?;
         writeln!(out, "\ntracers:")?;
-        cat(&mut out, &fs.root().join("available_tracers"))?;
+        cat(&mut out, &top, "available_tracers")?;
         writeln!(out, "\noptions:")?;
         show_options(&mut out, &inst)?;
         show_compression(&mut out)?;

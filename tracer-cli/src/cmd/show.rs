@@ -70,8 +70,7 @@ pub fn run(args: Args) -> Result<()> {
     if args.full_path {
         writeln!(out, "{}", path.display())?;
     }
-    let mut f = std::fs::File::open(&path)
-        .map_err(|e| ustack_tracefs::Error::io(ustack_tracefs::Op::Open, inst.shown(&rel), e))?;
+    let mut f = inst.open_read(&rel)?;
     match std::io::copy(&mut f, &mut out) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),

@@ -2,11 +2,9 @@
 //! `trace-cmd stat` (only what differs from the defaults, then whether
 //! tracing is on), for the top instance or the instances given with `-B`.
 
-use super::list::dir_entries;
 use anyhow::Result;
 use std::fs;
 use std::io::{self, Write};
-use std::path::Path;
 use ustack_tracefs::{Instance, Tracefs};
 
 /// Arguments of `tracer-cli stat`.
@@ -23,21 +21,21 @@ pub struct Args {
     pub options: bool,
 }
 
-/// A tracefs file with surrounding white space removed; `None` when it
+/// A file of `inst` with surrounding white space removed; `None` when it
 /// cannot be read (missing, or refused on this kernel).
-fn read_trimmed(path: &Path) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+fn read_trimmed(inst: &Instance, rel: &str) -> Option<String> {
+    inst.read_string(rel).ok().map(|s| s.trim().to_string())
 }
 
 /// `\n{label}{value}` when the file exists and differs from `default`.
 fn report_file(
     out: &mut impl Write,
-    dir: &Path,
+    inst: &Instance,
     file: &str,
     default: &str,
     label: &str,
 ) -> Result<()> {
-    if let Some(v) = read_trimmed(&dir.join(file)) {
+    if let Some(v) = read_trimmed(inst, file) {
         if !v.is_empty() && v != default {
             write!(out, "\n{label}{v}\n")?;
         }
@@ -45,16 +43,15 @@ fn report_file(
     Ok(())
 }
 
-/// The first byte of `events/.../enable`: `1`, `0` or `X` (mixed).
-fn enable_state(path: &Path) -> Option<u8> {
-    fs::read(path.join("enable")).ok()?.first().copied()
+/// The first byte of `DIR/enable` (`events/...`): `1`, `0` or `X` (mixed).
+fn enable_state(inst: &Instance, dir: &str) -> Option<u8> {
+    inst.read(&format!("{dir}/enable")).ok()?.first().copied()
 }
 
 /// `Events:` — all on, all off, or the fully enabled systems and then the
 /// enabled events of the partly enabled ones.
-fn report_events(out: &mut impl Write, dir: &Path) -> Result<()> {
-    let events = dir.join("events");
-    let Some(all) = read_trimmed(&events.join("enable")) else {
+fn report_events(out: &mut impl Write, inst: &Instance) -> Result<()> {
+    let Some(all) = read_trimmed(inst, "events/enable") else {
         return Ok(());
     };
     write!(out, "\nEvents:\n")?;
@@ -63,10 +60,10 @@ fn report_events(out: &mut impl Write, dir: &Path) -> Result<()> {
         Some(b'0') => return Ok(writeln!(out, " All disabled")?),
         _ => {}
     }
-    let systems = dir_entries(&events, true)?;
+    let systems = inst.subdirs("events")?;
     let mut any = false;
     for sys in &systems {
-        if enable_state(&events.join(sys)) == Some(b'1') {
+        if enable_state(inst, &format!("events/{sys}")) == Some(b'1') {
             if !any {
                 writeln!(out, " Individual systems:")?;
             }
@@ -77,14 +74,14 @@ fn report_events(out: &mut impl Write, dir: &Path) -> Result<()> {
     let mut header = false;
     for sys in &systems {
         if matches!(
-            enable_state(&events.join(sys)),
+            enable_state(inst, &format!("events/{sys}")),
             None | Some(b'0') | Some(b'1')
         ) {
             continue;
         }
         let mut sys_shown = false;
-        for ev in dir_entries(&events.join(sys), true)? {
-            if enable_state(&events.join(sys).join(&ev)) != Some(b'1') {
+        for ev in inst.subdirs(&format!("events/{sys}"))? {
+            if enable_state(inst, &format!("events/{sys}/{ev}")) != Some(b'1') {
                 continue;
             }
             if !header {
@@ -106,12 +103,11 @@ fn report_events(out: &mut impl Write, dir: &Path) -> Result<()> {
 
 /// `Filters:` or `Triggers:`: every event whose `file` holds something,
 /// as `  system:event "text"`.
-fn report_per_event(out: &mut impl Write, dir: &Path, file: &str, title: &str) -> Result<()> {
-    let events = dir.join("events");
+fn report_per_event(out: &mut impl Write, inst: &Instance, file: &str, title: &str) -> Result<()> {
     let mut first = true;
-    for sys in dir_entries(&events, true)? {
-        for ev in dir_entries(&events.join(&sys), true)? {
-            let Some(v) = read_trimmed(&events.join(&sys).join(&ev).join(file)) else {
+    for sys in inst.subdirs("events")? {
+        for ev in inst.subdirs(&format!("events/{sys}"))? {
+            let Some(v) = read_trimmed(inst, &format!("events/{sys}/{ev}/{file}")) else {
                 continue;
             };
             let unset = if file == "filter" {
@@ -134,8 +130,8 @@ fn report_per_event(out: &mut impl Write, dir: &Path, file: &str, title: &str) -
 
 /// Function lists (`set_ftrace_filter`, ...): the lines that are not
 /// comments, indented, under a title.
-fn report_functions(out: &mut impl Write, path: &Path, title: &str) -> Result<()> {
-    let Ok(text) = fs::read_to_string(path) else {
+fn report_functions(out: &mut impl Write, inst: &Instance, file: &str, title: &str) -> Result<()> {
+    let Ok(text) = inst.read_string(file) else {
         return Ok(());
     };
     let mut first = true;
@@ -152,8 +148,8 @@ fn report_functions(out: &mut impl Write, path: &Path, title: &str) -> Result<()
     Ok(())
 }
 
-fn report_buffers(out: &mut impl Write, dir: &Path) -> Result<()> {
-    let Some(size) = read_trimmed(&dir.join("buffer_size_kb")) else {
+fn report_buffers(out: &mut impl Write, inst: &Instance) -> Result<()> {
+    let Some(size) = read_trimmed(inst, "buffer_size_kb") else {
         return Ok(());
     };
     // Not expanded yet (nothing was ever traced): trace-cmd says nothing.
@@ -164,15 +160,17 @@ fn report_buffers(out: &mut impl Write, dir: &Path) -> Result<()> {
         write!(out, "\nBuffer size in kilobytes (per cpu):\n   {size}\n")?;
     } else {
         for cpu in 0.. {
-            let file = dir.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"));
-            let Some(kb) = read_trimmed(&file) else { break };
+            let file = format!("per_cpu/cpu{cpu}/buffer_size_kb");
+            let Some(kb) = read_trimmed(inst, &file) else {
+                break;
+            };
             if cpu == 0 {
                 writeln!(out)?;
             }
             writeln!(out, "CPU {cpu} buffer size (kb): {kb}")?;
         }
     }
-    if let Some(total) = read_trimmed(&dir.join("buffer_total_size_kb")) {
+    if let Some(total) = read_trimmed(inst, "buffer_total_size_kb") {
         write!(out, "\nBuffer total size in kilobytes:\n   {total}\n")?;
     }
     Ok(())
@@ -196,8 +194,8 @@ fn configured_cpus() -> i64 {
 }
 
 /// `CPU mask:` when the mask leaves out a CPU of this machine.
-fn report_cpumask(out: &mut impl Write, dir: &Path) -> Result<()> {
-    let Some(mask) = read_trimmed(&dir.join("tracing_cpumask")) else {
+fn report_cpumask(out: &mut impl Write, inst: &Instance) -> Result<()> {
+    let Some(mask) = read_trimmed(inst, "tracing_cpumask") else {
         return Ok(());
     };
     let mut cpus = configured_cpus();
@@ -229,8 +227,8 @@ fn report_cpumask(out: &mut impl Write, dir: &Path) -> Result<()> {
 }
 
 /// `kprobe_events` and the like: each line indented under a title.
-fn report_probes(out: &mut impl Write, dir: &Path, file: &str, title: &str) -> Result<()> {
-    let Some(v) = read_trimmed(&dir.join(file)) else {
+fn report_probes(out: &mut impl Write, inst: &Instance, file: &str, title: &str) -> Result<()> {
+    let Some(v) = read_trimmed(inst, file) else {
         return Ok(());
     };
     if v.is_empty() {
@@ -244,11 +242,10 @@ fn report_probes(out: &mut impl Write, dir: &Path, file: &str, title: &str) -> R
 }
 
 /// `Options:` (with -o): as `list -o`, indented.
-fn report_options(out: &mut impl Write, dir: &Path) -> Result<()> {
+fn report_options(out: &mut impl Write, inst: &Instance) -> Result<()> {
     write!(out, "\nOptions:\n")?;
-    let opts = dir.join("options");
-    for name in dir_entries(&opts, false)? {
-        let Some(v) = read_trimmed(&opts.join(&name)) else {
+    for name in inst.entries("options")? {
+        let Some(v) = read_trimmed(inst, &format!("options/{name}")) else {
             continue;
         };
         match v.parse::<i64>() {
@@ -261,34 +258,32 @@ fn report_options(out: &mut impl Write, dir: &Path) -> Result<()> {
 }
 
 fn stat_instance(out: &mut impl Write, fs: &Tracefs, inst: &Instance, opts: bool) -> Result<()> {
-    let dir = inst.dir();
-    let dir = dir.as_path();
     if let Some(name) = inst.name() {
         writeln!(out, "Instance: {name}")?;
     }
-    report_file(out, dir, "current_tracer", "nop", "Tracer: ")?;
-    report_events(out, dir)?;
-    report_per_event(out, dir, "filter", "Filters")?;
-    report_per_event(out, dir, "trigger", "Triggers")?;
+    report_file(out, inst, "current_tracer", "nop", "Tracer: ")?;
+    report_events(out, inst)?;
+    report_per_event(out, inst, "filter", "Filters")?;
+    report_per_event(out, inst, "trigger", "Triggers")?;
     for (file, title) in [
         ("set_ftrace_filter", "Function Filter"),
         ("set_ftrace_notrace", "Function No Trace"),
         ("set_graph_function", "Function Graph Filter"),
         ("set_graph_notrace", "Function Graph No Trace"),
     ] {
-        report_functions(out, &dir.join(file), title)?;
+        report_functions(out, inst, file, title)?;
     }
-    report_buffers(out, dir)?;
+    report_buffers(out, inst)?;
     if let Ok((clock, _)) = inst.trace_clock() {
         if clock != "local" {
             write!(out, "\nClock: {clock}\n")?;
         }
     }
-    report_cpumask(out, dir)?;
-    report_file(out, dir, "tracing_max_latency", "0", "Max Latency: ")?;
-    report_probes(out, dir, "kprobe_events", "Kprobe events")?;
-    report_probes(out, dir, "uprobe_events", "Uprobe events")?;
-    report_probes(out, dir, "synthetic_events", "Synthetic events")?;
+    report_cpumask(out, inst)?;
+    report_file(out, inst, "tracing_max_latency", "0", "Max Latency: ")?;
+    report_probes(out, inst, "kprobe_events", "Kprobe events")?;
+    report_probes(out, inst, "uprobe_events", "Uprobe events")?;
+    report_probes(out, inst, "synthetic_events", "Synthetic events")?;
     for (file, default, label) in [
         ("set_event_pid", "", "Filtered event PIDs:\n"),
         (
@@ -307,18 +302,18 @@ fn stat_instance(out: &mut impl Write, fs: &Tracefs, inst: &Instance, opts: bool
             "Filtered function tracer notrace PIDs:\n",
         ),
     ] {
-        report_file(out, dir, file, default, label)?;
+        report_file(out, inst, file, default, label)?;
     }
     if opts {
-        report_options(out, dir)?;
+        report_options(out, inst)?;
     }
-    if let Some(on) = read_trimmed(&dir.join("tracing_on")) {
+    if let Some(on) = read_trimmed(inst, "tracing_on") {
         let state = if on == "0" { "disabled" } else { "enabled" };
         write!(out, "\nTracing is {state}\n\n")?;
     }
-    report_file(out, dir, "error_log", "", "Error log:\n")?;
+    report_file(out, inst, "error_log", "", "Error log:\n")?;
     if inst.name().is_none() {
-        let names = dir_entries(&fs.root().join("instances"), false)?;
+        let names = fs.top().entries("instances")?;
         if !names.is_empty() {
             write!(out, "\nInstances:\n")?;
         }
@@ -349,10 +344,8 @@ pub fn run(args: Args) -> Result<()> {
         }
         stat_instance(&mut out, &fs, inst, args.options)?;
     }
-    if let Some(v) = read_trimmed(Path::new("/proc/sys/kernel/stack_tracer_enabled")) {
-        if v.parse::<i64>().unwrap_or(0) > 0 {
-            write!(out, "Stack tracing is enabled\n\n")?;
-        }
+    if Tracefs::stack_tracer_enabled() == Some(true) {
+        write!(out, "Stack tracing is enabled\n\n")?;
     }
     out.flush()?;
     Ok(())
