@@ -8,10 +8,8 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-const TRACEFS: &str = "/sys/kernel/tracing";
+use ustack_testdata::TestInstance;
 
 fn output(cmd: &mut Command) -> Output {
     cmd.output()
@@ -50,13 +48,11 @@ fn assert_same(args: &[&str], theirs: &[u8], ours: &[u8]) {
 /// The instances that exist now (other users of the machine create and
 /// remove theirs at any time).
 fn instances() -> BTreeSet<String> {
-    std::fs::read_dir(Path::new(TRACEFS).join("instances"))
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
+    ustack_tracefs::Tracefs::find()
+        .and_then(|fs| fs.instances())
         .unwrap_or_default()
+        .into_iter()
+        .collect()
 }
 
 /// Compares a form whose output lists the instances: a run during which
@@ -126,38 +122,13 @@ fn list_forms_match_trace_cmd() {
     }
 }
 
-/// A private instance with something to show in every stat section.
-struct StatInstance {
-    name: String,
-    dir: PathBuf,
-}
-
-impl StatInstance {
-    fn new(tag: &str) -> StatInstance {
-        let name = format!("pstat_{tag}_{}", std::process::id());
-        let dir = Path::new(TRACEFS).join("instances").join(&name);
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        StatInstance { name, dir }
-    }
-
-    fn write(&self, file: &str, val: &str) {
-        let p = self.dir.join(file);
-        std::fs::write(&p, val).unwrap_or_else(|e| panic!("write {}: {e}", p.display()));
-    }
-}
-
-impl Drop for StatInstance {
-    fn drop(&mut self) {
-        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
-
 #[test]
 #[ignore = "needs root and tracefs"]
 fn stat_forms_match_trace_cmd() {
     common::host(true);
-    let busy = StatInstance::new("busy");
+    let Some(busy) = TestInstance::create("pstat_busy") else {
+        return;
+    };
     busy.write("events/sched/sched_switch/enable", "1");
     busy.write("events/irq/enable", "1");
     busy.write("events/sched/sched_switch/filter", "prev_pid > 0");
@@ -168,21 +139,25 @@ fn stat_forms_match_trace_cmd() {
     busy.write("set_event_pid", &std::process::id().to_string());
     busy.write("options/stacktrace", "1");
     busy.write("tracing_on", "0");
-    let per_cpu = StatInstance::new("percpu");
+    let Some(per_cpu) = TestInstance::create("pstat_percpu") else {
+        return;
+    };
     per_cpu.write("per_cpu/cpu0/buffer_size_kb", "256");
     per_cpu.write("events/enable", "1");
-    let quiet = StatInstance::new("quiet");
+    let Some(quiet) = TestInstance::create("pstat_quiet") else {
+        return;
+    };
     for args in [
-        vec!["stat", "-B", &busy.name],
-        vec!["stat", "-B", &busy.name, "-o"],
-        vec!["stat", "-B", &per_cpu.name],
-        vec!["stat", "-B", &quiet.name],
-        vec!["stat", "-B", &busy.name, "-B", &quiet.name],
+        vec!["stat", "-B", busy.name()],
+        vec!["stat", "-B", busy.name(), "-o"],
+        vec!["stat", "-B", per_cpu.name()],
+        vec!["stat", "-B", quiet.name()],
+        vec!["stat", "-B", busy.name(), "-B", quiet.name()],
     ] {
         let (t, o) = both(&args);
         assert_same(&args, &t, &o);
     }
     assert_same_listing_instances(&["stat"]);
     assert_same_listing_instances(&["stat", "-o"]);
-    assert_same_listing_instances(&["stat", "-B", &busy.name, "-t"]);
+    assert_same_listing_instances(&["stat", "-B", busy.name(), "-t"]);
 }

@@ -13,71 +13,18 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use ustack_testdata::TestInstance;
 
-const TRACEFS: &str = "/sys/kernel/tracing";
-
-/// Returns false (and explains why) when the host cannot run these tests.
-fn prerequisites() {
-    let why = if !nix::unistd::geteuid().is_root() {
-        Some("needs root")
-    } else if !Path::new(TRACEFS).join("instances").is_dir() {
-        Some("needs tracefs at /sys/kernel/tracing")
-    } else if Command::new("trace-cmd").arg("--help").output().is_err() {
-        Some("needs trace-cmd")
-    } else {
-        None
-    };
-    if let Some(w) = why {
-        panic!("the report compatibility tests cannot run: {w}");
+/// A private tracefs instance `tcompat_TAG_PID` for one test; `None`
+/// when the host cannot run these tests (the test is skipped, or fails
+/// under `CI=true`).
+#[track_caller]
+fn instance(tag: &str) -> Option<TestInstance> {
+    if Command::new("trace-cmd").arg("--help").output().is_err() {
+        ustack_testdata::skip_unless_ci("needs trace-cmd");
+        return None;
     }
-}
-
-/// A private tracefs instance, removed on drop.
-struct Instance {
-    name: String,
-    dir: PathBuf,
-}
-
-impl Instance {
-    fn new(tag: &str) -> Instance {
-        let name = format!("tcompat_{tag}_{}", std::process::id());
-        let dir = Path::new(TRACEFS).join("instances").join(&name);
-        if dir.exists() {
-            let _ = std::fs::remove_dir(&dir);
-        }
-        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        Instance { name, dir }
-    }
-
-    fn write(&self, file: &str, val: &str) {
-        let p = self.dir.join(file);
-        std::fs::write(&p, val).unwrap_or_else(|e| panic!("write {}: {e}", p.display()));
-    }
-
-    fn read(&self, file: &str) -> String {
-        std::fs::read_to_string(self.dir.join(file)).unwrap_or_default()
-    }
-
-    /// `trace-cmd extract -B` of this instance into `out`.
-    fn extract(&self, out: &Path) {
-        // trace-cmd resets the top instance too: ustack_testdata::top puts it back
-        let o = ustack_testdata::top::trace_cmd_extract(&self.name, out);
-        assert!(
-            o.status.success() && out.exists(),
-            "trace-cmd extract failed: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        // trace-cmd extract may already have removed it.
-        if self.dir.exists() {
-            let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-            let _ = std::fs::remove_dir(&self.dir);
-        }
-    }
+    TestInstance::create(&format!("tcompat_{tag}"))
 }
 
 fn tmpdir(tag: &str) -> PathBuf {
@@ -179,9 +126,10 @@ fn convert(input: &Path, out: &Path, args: &[&str]) {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn sched_syscalls_irq_timer_stacks_and_markers() {
-    prerequisites();
+    let Some(inst) = instance("full") else {
+        return;
+    };
     let dir = tmpdir("full");
-    let inst = Instance::new("full");
     inst.write("buffer_size_kb", "2048");
     for ev in [
         "events/sched/enable",
@@ -201,6 +149,7 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     inst.write("tracing_on", "0");
     let v7 = dir.join("full.dat");
     inst.extract(&v7);
+    let name = inst.name().to_string();
     drop(inst);
 
     let text = assert_same(&v7);
@@ -248,7 +197,7 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     assert_ne!(ours, text.as_bytes());
 
     // Every line of an instance-only file carries the instance prefix.
-    let prefix = format!("tcompat_full_{}: ", std::process::id());
+    let prefix = format!("{name}: ");
     assert!(text.lines().skip(1).any(|l| l.starts_with(&prefix)));
 
     // The same data as v6, as uncompressed v7 and as zstd v7.
@@ -272,9 +221,10 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn cpu_and_event_filters_match_trace_cmd() {
-    prerequisites();
+    let Some(inst) = instance("filter") else {
+        return;
+    };
     let dir = tmpdir("filter");
-    let inst = Instance::new("filter");
     inst.write("buffer_size_kb", "1024");
     inst.write("events/sched/enable", "1");
     inst.write("events/syscalls/sys_enter_write/enable", "1");
@@ -284,13 +234,14 @@ fn cpu_and_event_filters_match_trace_cmd() {
     inst.write("tracing_on", "0");
     let file = dir.join("f.dat");
     inst.extract(&file);
+    let name = inst.name().to_string();
     drop(inst);
 
     // trace-cmd 3.1.6 crashes on `-F` with a file that only holds an
     // instance, so the filtered reports are checked against trace-cmd's full
     // report cut down to the events the filter selects.
     let full = String::from_utf8(trace_cmd_report(&file)).unwrap();
-    let prefix = format!("tcompat_filter_{}: ", std::process::id());
+    let prefix = format!("{name}: ");
     let select = |keep_event: &dyn Fn(&str) -> bool| -> String {
         let mut out = String::new();
         for (i, line) in full.lines().enumerate() {
@@ -380,9 +331,10 @@ fn overrun(stats: &str) -> u64 {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn forced_drops_are_reported_like_trace_cmd() {
-    prerequisites();
+    let Some(inst) = instance("drops") else {
+        return;
+    };
     let dir = tmpdir("drops");
-    let inst = Instance::new("drops");
     // A tiny buffer and many events: the ring buffer overwrites old pages.
     inst.write("buffer_size_kb", "8");
     inst.write("events/syscalls/enable", "1");
@@ -391,9 +343,9 @@ fn forced_drops_are_reported_like_trace_cmd() {
         workload();
     }
     inst.write("tracing_on", "0");
-    let cpus = std::fs::read_dir(inst.dir.join("per_cpu")).unwrap().count();
+    let cpus = inst.cpus().unwrap().len();
     let overruns: Vec<u64> = (0..cpus)
-        .map(|c| overrun(&inst.read(&format!("per_cpu/cpu{c}/stats"))))
+        .map(|c| overrun(&inst.read_string(&format!("per_cpu/cpu{c}/stats")).unwrap()))
         .collect();
     let file = dir.join("d.dat");
     inst.extract(&file);
@@ -484,9 +436,10 @@ fn bad_files_give_one_line_errors() {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn truncated_extract_files_give_one_line_errors() {
-    prerequisites();
+    let Some(inst) = instance("trunc") else {
+        return;
+    };
     let dir = tmpdir("trunc");
-    let inst = Instance::new("trunc");
     inst.write("buffer_size_kb", "256");
     inst.write("events/sched/enable", "1");
     workload();

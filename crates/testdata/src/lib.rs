@@ -16,6 +16,7 @@
 //! t.write(std::path::Path::new("/tmp/t.dat")).unwrap();
 //! ```
 
+pub mod instance;
 pub mod skip;
 pub mod top;
 pub mod truth;
@@ -27,6 +28,7 @@ use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, ProcMap, TraceMeta, WriteOptions,
 };
 
+pub use instance::TestInstance;
 pub use skip::skip_unless_ci;
 pub use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 

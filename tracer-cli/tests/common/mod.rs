@@ -301,27 +301,19 @@ pub fn overflowed_extract(
     user_stacks: bool,
     load: &str,
 ) -> PathBuf {
-    let name = format!("{prefix}_{}", std::process::id());
-    let idir = Path::new("/sys/kernel/tracing/instances").join(&name);
-    std::fs::create_dir(&idir).unwrap();
-    let w = |f: &str, v: &str| std::fs::write(idir.join(f), v).unwrap();
-    w("buffer_size_kb", "16");
+    // The callers checked root and tracefs with `host`.
+    let inst = ustack_testdata::TestInstance::create(prefix).expect("root and tracefs");
+    inst.write("buffer_size_kb", "16");
     for e in events {
-        w(&format!("events/{e}/enable"), "1");
+        inst.write(&format!("events/{e}/enable"), "1");
     }
-    w("options/stacktrace", "1");
+    inst.write("options/stacktrace", "1");
     if user_stacks {
-        w("options/userstacktrace", "1");
+        inst.write("options/userstacktrace", "1");
     }
     run_ok(Command::new("sh").args(["-c", load]));
-    w("tracing_on", "0");
+    inst.write("tracing_on", "0");
     let out = dir.join(format!("{prefix}.dat"));
-    let o = ustack_testdata::top::trace_cmd_extract(&name, &out);
-    let _ = std::fs::remove_dir(&idir);
-    assert!(
-        o.status.success(),
-        "extract: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    inst.extract(&out);
     out
 }
