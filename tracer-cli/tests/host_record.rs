@@ -19,11 +19,11 @@
 
 mod common;
 
-use common::{build_c, diff, host, run_ok, snapshot, tracer_cli};
+use common::{build_c, diff, events_written, host, run_ok, snapshot, tracer_cli, Lines};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use ustack_testdata::top::{top_lock, trace_cmd_extract, TopWrites, EXTRACT_PIDS};
 use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::{Item, Record, TraceFile};
@@ -67,7 +67,6 @@ int main(int argc, char **argv) {
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
     pthread_join(t, NULL);
-    usleep(300000); /* stay alive a moment so the recorder's maps snapshot is certain */
     FILE *f = fopen(argv[1], "w");
     fprintf(f, "%d %ld %d\n", getpid(), worker_tid, fd);
     fclose(f);
@@ -148,6 +147,17 @@ fn record_quiet(instance: &str) -> Command {
     cmd.args(["record", "-q", "-B", instance]);
     cmd
 }
+
+/// `record -B instance` without `-q`: a record without a command then says
+/// [`RECORDING`] once tracing is on.
+fn record_loud(instance: &str) -> Command {
+    let mut cmd = tracer_cli();
+    cmd.args(["record", "-B", instance]);
+    cmd
+}
+
+/// What a record without a command prints once it records.
+const RECORDING: &str = "tracer-cli: recording; press Ctrl-C to stop";
 
 /// Stops `record` as Ctrl-C does and waits for it.
 fn interrupt(record: std::process::Child) -> std::process::Output {
@@ -692,17 +702,6 @@ fn forced_drops_agree_with_kernel_stats() {
     owned.remove().unwrap();
 }
 
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let t = Instant::now();
-    while !f() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 /// A record without a command, stopped by a signal: it must exit 0, write a
 /// readable file, and leave the (pre-existing) instance as it was.
 fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
@@ -726,29 +725,28 @@ fn stopped_by(sig: nix::sys::signal::Signal, tag: &str) {
     let top_writes = TopWrites::watch();
 
     let out = dir.path().join("sig.dat");
-    let child = record_quiet(&name)
+    let mut child = record_loud(&name)
         .args(["-e", "sched:sched_switch", "-f", "prev_pid != 0"])
         .args(["--user-stacks", "sync", "-b", "64", "-C", "mono", "-o"])
         .arg(&out)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("record to start", || {
-        inst.tracing_on().unwrap_or(false)
-            && inst.trace_clock().map(|c| c.0 == "mono").unwrap_or(false)
-    });
-    std::thread::sleep(Duration::from_millis(300));
+    let mut stderr = Lines::read(child.stderr.take().unwrap());
+    stderr.wait_for(RECORDING, Duration::from_secs(20));
+    // The report must hold a sched_switch.
+    common::wait_until(
+        "a sched_switch in the buffer",
+        Duration::from_secs(20),
+        || events_written(inst) > 0,
+    );
     let pid = nix::unistd::Pid::from_raw(child.id() as i32);
     nix::sys::signal::kill(pid, sig).unwrap();
     // A duplicate right away (terminal + timeout both signal) must not turn
     // the clean stop into the emergency exit.
     nix::sys::signal::kill(pid, sig).unwrap();
-    let st = child.wait_with_output().unwrap();
-    assert!(
-        st.status.success(),
-        "record after {sig:?}: {}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    let st = child.wait().unwrap();
+    assert!(st.success(), "record after {sig:?}: {}", stderr.all());
     // Precise whoever else runs on the machine: neither record nor one of our
     // trace-cmd extracts wrote a file of the top instance meanwhile.
     let extract = EXTRACT_PIDS.lock().unwrap().clone();
@@ -888,7 +886,7 @@ fn record_with_pid_filter_traces_only_that_process() {
     let tpid = target.id();
     let name = inst_name("pid");
     let out = dir.path().join("pid.dat");
-    let rec = record_quiet(&name)
+    let mut rec = record_loud(&name)
         .args([
             "-e",
             "syscalls:sys_enter_getppid",
@@ -900,18 +898,16 @@ fn record_with_pid_filter_traces_only_that_process() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    wait_until("record to start", || {
-        fs.instance(&name)
-            .and_then(|i| i.tracing_on())
-            .unwrap_or(false)
+    let mut stderr = Lines::read(rec.stderr.take().unwrap());
+    stderr.wait_for(RECORDING, Duration::from_secs(20));
+    // The target makes 100 getppid calls per switch or two, so 1500
+    // events hold well over the 1000 getppid checked below.
+    let inst = fs.instance(&name).unwrap();
+    common::wait_until("1500 events of the target", Duration::from_secs(20), || {
+        events_written(&inst) >= 1500
     });
-    std::thread::sleep(Duration::from_millis(500));
     let st = interrupt(rec);
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    assert!(st.status.success(), "{}", stderr.all());
     let _ = target.kill();
     let _ = target.wait();
     assert!(fs.instance(&name).is_err(), "instance left behind");
@@ -936,7 +932,6 @@ fn record_with_pid_filter_traces_only_that_process() {
             _ => {}
         }
     });
-    // 100 calls per ~1 ms loop for 0.5 s: far more than 1000.
     assert!(getppid > 1000, "only {getppid} getppid events");
     let maps = tf.procmaps().unwrap_or_default();
     assert!(
@@ -1212,8 +1207,10 @@ fn a_ptraced_command_keeps_its_exit_status_and_signals() {
         (
             "stop",
             // The child stays stopped until SIGCONT, then ends normally.
-            "sleep 1 & p=$!; kill -STOP $p; sleep 0.3; \
-             s=$(cut -d' ' -f3 /proc/$p/stat); kill -CONT $p; wait $p; r=$?; \
+            // (polls the child's state for up to 5 s)
+            "sleep 1 & p=$!; kill -STOP $p; i=0; \
+             while s=$(cut -d' ' -f3 /proc/$p/stat); case $s in [Tt]) false;; *) [ $i -lt 500 ];; esac; \
+             do i=$((i+1)); sleep 0.01; done; kill -CONT $p; wait $p; r=$?; \
              case $s in [Tt]) echo stopped;; *) echo \"not stopped: $s\";; esac; echo rc=$r",
         ),
         ("segv", "sh -c 'kill -SEGV $$'; echo child=$?"),
@@ -1265,7 +1262,7 @@ fn sigint_stops_record_with_a_ptraced_command() {
             .unwrap_or_default()
     };
     let mut pid = 0;
-    wait_until("the command to exec sleep", || {
+    common::wait_until("the command to exec sleep", Duration::from_secs(20), || {
         pid = std::fs::read_to_string(&pidfile)
             .ok()
             .and_then(|s| s.trim().parse().ok())
@@ -1279,7 +1276,13 @@ fn sigint_stops_record_with_a_ptraced_command() {
         "traced by {tracer}, not by record ({})",
         rec.id()
     );
-    std::thread::sleep(Duration::from_millis(200));
+    // Sleeping in nanosleep: record let it go on after its exec stop,
+    // where it read the command's maps.
+    common::wait_until(
+        "the command to run on after its exec",
+        Duration::from_secs(20),
+        || status(pid, "State:").starts_with('S'),
+    );
     let st = interrupt(rec);
     let sleeper = nix::unistd::Pid::from_raw(pid);
     let (tracer, state) = (status(pid, "TracerPid:"), status(pid, "State:"));

@@ -12,6 +12,7 @@ mod common;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 /// `nm` of one file: (address, size, names at that address), sorted.
 type Syms = Vec<(u64, u64, Vec<String>)>;
@@ -473,7 +474,28 @@ fn threads_of_a_process_started_before_the_recording() {
             .env("GT_DIR", dir.path())
             .spawn()
             .unwrap();
-        let json = record(dir.path(), "elsewhere", "sleep 1");
+        // Held once its threads are there, until the recording runs; the
+        // recorded script lets it go on and lasts until it has exited.
+        let pid = prog.id();
+        let state = || {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit(") ").next().and_then(|r| r.chars().next())
+        };
+        let tasks = || std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count());
+        common::wait_until("the program's threads", Duration::from_secs(20), || {
+            tasks() == 5
+        });
+        // SAFETY: kill(2) on the pid of our own child, which is not reaped yet.
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        common::wait_until("the program to stop", Duration::from_secs(20), || {
+            state() == Some('T')
+        });
+        let script = format!(
+            "kill -CONT {pid}; i=0; \
+             while [ \"$(cut -d' ' -f3 /proc/{pid}/stat)\" != Z ] && [ $i -lt 600 ]; \
+             do i=$((i+1)); sleep 0.05; done"
+        );
+        let json = record(dir.path(), "elsewhere", &script);
         assert!(prog.wait().unwrap().success());
         let (s, wrong) = score(&json, &mut Truth::read(dir.path(), HashMap::new()));
         assert!(s.delivered > 0, "run {run}: no frames of the program");
@@ -513,39 +535,33 @@ fn exec_of_another_non_pie_program_over_a_forked_child() {
 fn record_system(dir: &Path, tag: &str, script: &str, linger_ms: u32) -> (String, String) {
     let out = dir.join(format!("{tag}.dat"));
     let inst = format!("ustack-sym-{tag}-{}", std::process::id());
-    let rec = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
-        .args(["record", "-q", "-B", &inst, "--user-stacks", "sync"])
+    let mut rec = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
+        .args(["record", "-B", &inst, "--user-stacks", "sync"])
         .args(["-e", "syscalls:sys_enter_getppid", "-o"])
         .arg(&out)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Recording once the instance's event is on (and a little more for
-    // the private instance and the first poll).
-    let on =
-        format!("/sys/kernel/tracing/instances/{inst}/events/syscalls/sys_enter_getppid/enable");
-    let t0 = std::time::Instant::now();
-    while std::fs::read_to_string(&on).map_or(true, |v| v.trim() != "1") {
-        assert!(t0.elapsed().as_secs() < 10, "record did not start");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // Said once tracing is on, after the exec and fork watch started and
+    // right before the first poll.
+    let mut stderr = common::Lines::read(rec.stderr.take().unwrap());
+    stderr.wait_for(
+        "tracer-cli: recording; press Ctrl-C to stop",
+        Duration::from_secs(20),
+    );
     let st = Command::new("sh")
         .args(["-c", script])
         .current_dir(dir)
         .env("GT_DIR", dir)
         .env("GT_LINGER_MS", linger_ms.to_string())
         .status();
-    std::thread::sleep(std::time::Duration::from_millis(200));
+    // The script waited for its processes: nothing of theirs is left to
+    // read, and the recorder drains what they wrote when it stops.
     // SAFETY: kill(2) on the pid of our own child, which is not reaped yet.
     unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
-    let done = rec.wait_with_output().unwrap();
+    let done = rec.wait().unwrap();
     assert!(st.unwrap().success(), "{script}");
-    assert!(
-        done.status.success(),
-        "record: {}",
-        String::from_utf8_lossy(&done.stderr)
-    );
+    assert!(done.success(), "record: {}", stderr.all());
     let report = |what: &str| {
         let r = Command::new(env!("CARGO_BIN_EXE_tracer-cli"))
             .args(["report", what, "-i"])

@@ -145,7 +145,14 @@ fn sched_syscalls_irq_timer_stacks_and_markers() {
     inst.write("trace_marker", "report_compat marker one");
     workload();
     inst.write("trace_marker", "report_compat marker two");
-    std::thread::sleep(std::time::Duration::from_millis(50));
+    common::wait_until(
+        "the second marker in the buffer",
+        std::time::Duration::from_secs(20),
+        || {
+            inst.read_string("trace")
+                .is_ok_and(|t| t.contains("report_compat marker two"))
+        },
+    );
     inst.write("tracing_on", "0");
     let v7 = dir.join("full.dat");
     inst.extract(&v7);

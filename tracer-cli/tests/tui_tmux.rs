@@ -69,6 +69,21 @@ impl Tmux {
         self.wait_all(&[text])
     }
 
+    /// Waits until the screen no longer shows `text`; returns the screen.
+    fn wait_gone(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if !s.contains(text) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                panic!("timed out waiting for {text:?} to go; screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Waits until the screen contains every one of `texts` (a redraw may
     /// be caught half-way, so a screen is only trusted once it has all of
     /// them); returns the screen.
@@ -249,14 +264,7 @@ fn tui_in_tmux() {
     t.keys(&["?"]);
     t.wait_for("Help (any key closes)");
     t.keys(&["x"]);
-    let start = Instant::now();
-    while t.screen().contains("Help (any key closes)") {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "help did not close"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    t.wait_gone("Help (any key closes)");
 
     // Filter by comm: exactly, or ~ for a part of it.
     t.keys(&["c", "o", "t", "h", "Enter"]);
@@ -305,17 +313,22 @@ fn tui_live_in_tmux() {
     let out = dir.join("saved.dat");
     let inst = format!("tui-live-{}", std::process::id());
     let status = dir.join("exit");
+    // The command runs until the test has seen the live view record (the
+    // file `go` appears; 20 s at most), then makes its system calls.
+    let go = dir.join("go");
     let t = Tmux::start(
         format!("tracer-cli-live-{}", std::process::id()),
         "110",
         &format!(
-            "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; /bin/true; sleep 0.2; done'",
+            "{} tui --live -B {inst} -e raw_syscalls:sys_enter --user-stacks sync -F -o {} -- /bin/sh -c 'i=0; until [ -e {} ] || [ $i -ge 400 ]; do i=$((i+1)); sleep 0.05; done; for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo x; /bin/true; done'",
             env!("CARGO_BIN_EXE_tracer-cli"),
-            out.display()
+            out.display(),
+            go.display()
         ),
         &status,
     );
     t.wait_for("live: recording");
+    std::fs::write(&go, "").unwrap();
     let s = t.wait_for("live: stopped: the command exited with status 0");
     let head = s.lines().next().unwrap_or("");
     assert!(head.starts_with(" live | "), "{s}");

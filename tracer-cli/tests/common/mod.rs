@@ -2,8 +2,11 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, TraceMeta, WriteOptions,
 };
@@ -26,6 +29,88 @@ pub fn host(needs_trace_cmd: bool) -> Tracefs {
         }
     };
     panic!("this host test cannot run: {why}");
+}
+
+/// Waits until `f` holds, checking every 20 ms; fails the test naming
+/// `what` when it does not within `timeout`.
+pub fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let t = Instant::now();
+    while !f() {
+        assert!(
+            t.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Events the kernel wrote into `inst`'s buffer so far, on all CPUs (read
+/// by a recorder or still there).
+pub fn events_written(inst: &Instance) -> u64 {
+    inst.cpus()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|c| inst.cpu_stats(c).ok())
+        .map(|s| s.written())
+        .sum()
+}
+
+/// The lines a child writes to a pipe (its stderr), read on a thread, so
+/// that a test can wait for a line rather than for time.
+pub struct Lines {
+    rx: mpsc::Receiver<String>,
+    seen: String,
+}
+
+impl Lines {
+    /// Starts reading `pipe`.
+    pub fn read(pipe: impl Read + Send + 'static) -> Lines {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            rx,
+            seen: String::new(),
+        }
+    }
+
+    /// Waits for a line that contains `needle`; fails the test with what
+    /// was printed when none comes within `timeout` or the pipe closes.
+    pub fn wait_for(&mut self, needle: &str, timeout: Duration) {
+        let end = Instant::now() + timeout;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) => {
+                    let hit = line.contains(needle);
+                    self.seen.push_str(&line);
+                    self.seen.push('\n');
+                    if hit {
+                        return;
+                    }
+                }
+                Err(e) => panic!(
+                    "no line with {needle:?} ({e}); printed so far:\n{}",
+                    self.seen
+                ),
+            }
+        }
+    }
+
+    /// Everything printed, once the writer has closed the pipe.
+    pub fn all(mut self) -> String {
+        while let Ok(line) = self.rx.recv() {
+            self.seen.push_str(&line);
+            self.seen.push('\n');
+        }
+        self.seen
+    }
 }
 
 /// The tracer-cli binary under test.
