@@ -58,17 +58,18 @@ pub struct TraceConfig {
 }
 
 /// Every option [`setup`] may turn on by itself (the stack options it
-/// asks for, and what they need): `tracer-cli reset` turns them all off,
-/// so an instance left by `start` inherits none of them into the next
-/// session, nor passes them to instances created later (a new instance
-/// copies the top instance's options).
-pub const SETUP_OPTIONS: &[&str] = &[
-    "stacktrace",
-    "userstacktrace",
-    "userstacktrace_delay",
-    "userstacktrace_maps",
-    "record-tgid",
-    "event-fork",
+/// asks for, and what they need), with the kernel's default for it:
+/// `tracer-cli reset` sets them all back to that default, so an instance
+/// left by `start` passes none of them into the next session, nor to
+/// instances created later (a new instance copies the top instance's
+/// options). The ustack kernel describes mappings by default.
+pub const SETUP_OPTIONS: &[(&str, bool)] = &[
+    ("stacktrace", false),
+    ("userstacktrace", false),
+    ("userstacktrace_delay", false),
+    ("userstacktrace_maps", true),
+    ("record-tgid", false),
+    ("event-fork", false),
 ];
 
 /// The options [`setup`] sets by itself for `opts` (`pids_filtered`: a
@@ -297,9 +298,9 @@ fn setup_inner<T>(
 mod own_options_tests {
     use super::*;
 
-    /// `tracer-cli reset` turns off [`SETUP_OPTIONS`]: any option setup
-    /// turns on by itself and that list lacks would outlive the session
-    /// (and pass into every instance created later).
+    /// `tracer-cli reset` sets [`SETUP_OPTIONS`] back to their defaults:
+    /// any option setup turns on by itself and that list lacks would
+    /// outlive the session (and pass into every instance created later).
     #[test]
     fn every_option_setup_turns_on_is_one_reset_turns_off() {
         let mut seen = std::collections::BTreeSet::new();
@@ -314,7 +315,7 @@ mod own_options_tests {
                 };
                 for (name, on) in own_options(&opts, bits & 8 != 0, |_| true) {
                     assert!(
-                        !on || SETUP_OPTIONS.contains(&name.as_str()),
+                        !on || SETUP_OPTIONS.iter().any(|&(n, _)| n == name),
                         "setup turns on {name}, which reset leaves on"
                     );
                     seen.insert(name);
@@ -323,7 +324,7 @@ mod own_options_tests {
         }
         // And reset turns off nothing setup never touches.
         let seen: Vec<&str> = seen.iter().map(String::as_str).collect();
-        let mut want = SETUP_OPTIONS.to_vec();
+        let mut want: Vec<&str> = SETUP_OPTIONS.iter().map(|&(n, _)| n).collect();
         want.sort_unstable();
         assert_eq!(seen, want);
     }

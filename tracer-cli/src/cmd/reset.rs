@@ -42,9 +42,9 @@ fn reset(fs: &Tracefs, inst: &Instance, buffer_kb: Option<u64>) -> Result<()> {
     if inst.exists("current_tracer") && inst.current_tracer()? != "nop" {
         inst.set_current_tracer("nop")?;
     }
-    for &opt in SETUP_OPTIONS {
-        if inst.has_option(opt) && inst.option(opt)? {
-            inst.set_option(opt, false)?;
+    for &(opt, default) in SETUP_OPTIONS {
+        if inst.has_option(opt) && inst.option(opt)? != default {
+            inst.set_option(opt, default)?;
         }
     }
     // Stack snapshots (patched kernels) are off by default.
