@@ -34,6 +34,8 @@ import unwindcheck  # noqa: E402
 CHAIN = ["chain_level3", "chain_level2", "chain_level1", "do_chain", "main"]
 FLOOD = ["flood_leaf", "do_flood", "main"]
 MIGRATE = ["mig_sleep", "mig_level1", "mig_worker"]
+THREADS_MAIN = ["thr_leaf", "do_threads", "main"]
+THREADS_WORKER = ["thr_leaf", "thr_level1", "thr_worker"]
 EXITER = ["child_exit", "child_level1", "do_exiter", "main"]
 SIGNAL = ["sig_raise", "sig_level1", "do_signal", "main"]
 GANG = ["chain_level3", "chain_level2", "chain_level1", "do_chain", "do_gang", "main"]
@@ -230,7 +232,10 @@ def check_frames_prefix(syms, sf, ev, expected, allow_empty=False):
 
 
 # a cookie, page cookie or stack line of `trace-cmd report`: pid, entry name, rest
-COOKIE_LINE = r"-(\d+)\s+\[\d+\].*?\b(user_unwind_cookie|user_unwind_page_cookie|user_unwind_stack):\s*(.*)"
+# a stack entry with a snapshot (kernel-patch tracing/0014) is a stack entry
+COOKIE_LINE = (r"-(\d+)\s+\[\d+\].*?\b(user_unwind_cookie|user_unwind_page_cookie|user_unwind_stack"
+               r"|user_unwind_stack_snapshot):\s*(.*)")
+STACK_NAMES = ("user_unwind_stack", "user_unwind_stack_snapshot")
 
 
 def exiting_events(mine):
@@ -249,7 +254,7 @@ def syscall_entries(events, pid, nr):
     entries: sys_enter(nr) .. sys_exit(nr)."""
     entries, cur = [], None
     for e in events:
-        if e.pid != pid or e.name in ("user_unwind_cookie", "user_unwind_page_cookie", "user_unwind_stack"):
+        if e.pid != pid or e.name in ("user_unwind_cookie", "user_unwind_page_cookie") + STACK_NAMES:
             continue
         if e.name == "sys_enter" and e["id"] == nr:
             cur = [e]
@@ -676,7 +681,7 @@ def tc_stack_cookies(text, pid, what):
     out = []
     for line in text.splitlines():
         m = re.search(COOKIE_LINE, line)
-        if m and m.group(1) == pid and m.group(2) == "user_unwind_stack":
+        if m and m.group(1) == pid and m.group(2) in STACK_NAMES:
             c = re.search(r"cookie=(?:0x)?([0-9a-fA-F]+)", m.group(3))
             expect(c, f"{what}: no cookie= in {line.strip()!r}")
             out.append(int(c.group(1), 16))
@@ -912,7 +917,7 @@ def cookie_lines(text):
         k = (int(m.group(1)), int(c.group(1), 16))
         if k[1] == 0:
             continue  # a page cookie of no kernel entry
-        stack = m.group(2) == "user_unwind_stack"
+        stack = m.group(2) in STACK_NAMES
         out.setdefault(k, [0, 0, False])[1 if stack else 0] += 1
         link = re.search(r"prev=(?:0x)?([0-9a-fA-F]+) links=(\d)", m.group(3)) if stack else None
         if link:
@@ -1168,6 +1173,52 @@ def case_maps_exit(ctx, files):
     expect(not named, f"option off, yet frames were symbolized ({named[:3]}): the test proves nothing")
 
 
+def case_tc_threads(ctx, files):
+    """A stock trace-cmd recording of a multi-threaded program symbolizes, threads
+    included: with the option and with the tracer, no option about mappings."""
+    expect(files.get("maps-default.txt", b"").decode().strip() == "1", "userstacktrace_maps is not on by default")
+    named = {}
+    for run in ("o", "p", "off"):
+        for step, what in (("record", "trace-cmd record"), ("report", "tracer-cli report --json"),
+                           ("tc-report", "trace-cmd report")):
+            rc = files.get(f"{step}-{run}.rc", b"").decode().strip()
+            err = files.get(f"{step}-{run}.err", b"").decode("utf-8", "replace").strip()
+            expect(rc == "rc=0", f"{what} ({run}) failed ({rc or 'no rc'}): {err[-300:]}")
+        text = files.get(f"tc-report-{run}.txt", b"").decode("utf-8", "replace")
+        expect("FAILED TO PARSE" not in text, f"trace-cmd report ({run}): [FAILED TO PARSE]")
+        t = truth(files, f"truth-{run}.txt")
+        pid, n = int(t["pid"]), int(t["iterations"])
+        tids = [int(x) for x in t["tids"].split(",")]
+        expect(len(set(tids + [pid])) == 4, f"({run}) ustest threads printed tids {tids}, pid {pid}")
+        try:
+            groups = json.loads(files[f"report-{run}.json"].decode())["groups"]
+        except (KeyError, ValueError) as e:
+            raise CaseFail(f"({run}) tracer-cli report --json: {e}")
+        stacks = {task: [g for g in groups if g["pid"] == task and g["user_stack"] and g["user_stack"]["frames"]]
+                  for task in [pid] + tids}
+        if run == "off":
+            bare = [f["symbol"] for v in stacks.values() for g in v for f in g["user_stack"]["frames"]
+                    if f.get("symbol")]
+            expect(not bare, f"(off) frames symbolized without mapping records ({bare[:3]}): the case proves "
+                   "nothing")
+            expect(sum(len(v) for v in stacks.values()) >= 4 * n, "(off) fewer stacks than getppid calls")
+            continue
+        for task, v in stacks.items():
+            chain = THREADS_MAIN if task == pid else THREADS_WORKER
+            mine = [g for g in v if g["user_stack"]["frames"][0].get("symbol") == "thr_leaf"]
+            expect(len(mine) == n, f"({run}) task {task}: {len(mine)} stacks from thr_leaf, it made {n} getppid")
+            for g in mine:
+                expect_chain(group_frames(ctx, g), chain, prefix_only=True,
+                             what=f"({run}) task {task} cookie {g['cookie']}: ")
+            raw = [g["user_stack"]["frames"][0]["addr"] for g in v if not g["user_stack"]["frames"][0].get("symbol")]
+            expect(not raw, f"({run}) task {task}: {len(raw)} of {len(v)} stacks unsymbolized, e.g. {raw[:3]}")
+            named[(run, task)] = len(v)
+        tasks = ", ".join(f"{task}: {named[(run, task)]}" for task in [pid] + tids)
+        ctx.diag(f"({run}) every stack of the 4 tasks symbolized (stacks per task: {tasks}); {n} from thr_leaf "
+                 f"each, chains {THREADS_MAIN} and {THREADS_WORKER}")
+    ctx.diag("(off) with -O nouserstacktrace_maps no frame is symbolized")
+
+
 def exact_instance(ctx, files, prefix, pids=None):
     """The cookies and stacks of one instance: every stack is of a (pid, cookie) the
     instance announced (of its own pids), every announced cookie has exactly one stack.
@@ -1297,6 +1348,7 @@ CASES = [
     ("16-deep-stack", "deep_stack_keeps_innermost_frames", case_deep_stack),
     ("17-snapshot", "user_stack_snapshot_per_stack", lambda c, f: snapcheck.case(c, f, expect, CaseFail)),
     ("18-unwound", "tracer_cli_unwound_stacks_ground_truth", lambda c, f: unwindcheck.case(c, f, expect, CaseFail)),
+    ("19-trace-cmd-threads", "trace_cmd_threads_symbolize", case_tc_threads),
 ]
 
 

@@ -32,6 +32,10 @@
  *                         SNAP_MAGIC + i and their own address; prints, per call, the
  *                         stack pointer at the syscall instruction and the words' address,
  *                         and the range of its [stack] mapping (user stack snapshots)
+ *   ustest threads N      3 threads thr_worker -> thr_level1 -> thr_leaf: N x getppid each,
+ *                         after the main thread's own N from main -> do_threads -> thr_leaf;
+ *                         prints the threads' tids (a process whose stacks come from
+ *                         tasks other than its group leader)
  *
  * Each mode prints one line of ground truth to stdout: "ustest MODE pid=P ...".
  */
@@ -306,6 +310,55 @@ NOINL int do_migrate(int n)
 	return 0;
 }
 
+/* ---- threads ---- */
+#define THR_N 3
+static int thr_tid[THR_N];
+static int thr_n;
+
+NOINL long thr_leaf(int n)
+{
+	long r = 0;
+
+	for (int i = 0; i < n; i++) {
+		r += sys2(SYS_getppid, 0, 0);
+		after_syscall(r);
+	}
+	BARRIER();
+	return r;
+}
+
+NOINL long thr_level1(int n)
+{
+	long r = thr_leaf(n);
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL void *thr_worker(void *arg)
+{
+	thr_tid[(long)arg] = gettid();
+	sink += thr_level1(thr_n);
+	BARRIER();
+	return NULL;
+}
+
+NOINL int do_threads(int n)
+{
+	pthread_t t[THR_N];
+
+	thr_n = n;
+	sink += thr_leaf(n);
+	for (long i = 0; i < THR_N; i++)
+		if (pthread_create(&t[i], NULL, thr_worker, (void *)i))
+			return 1;
+	for (int i = 0; i < THR_N; i++)
+		pthread_join(t[i], NULL);
+	printf("ustest threads pid=%d tids=%d,%d,%d iterations=%d syscall=%d\n", getpid(), thr_tid[0],
+	       thr_tid[1], thr_tid[2], n, SYS_getppid);
+	return 0;
+}
+
 /* ---- exiter ---- */
 NOINL void child_exit(int code)
 {
@@ -514,7 +567,10 @@ int main(int argc, char **argv)
 		return do_gang(n, argv[3]);
 	if (!strcmp(argv[1], "snap"))
 		return do_snap(n);
+	if (!strcmp(argv[1], "threads"))
+		return do_threads(n);
 usage:
-	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap N [MARKER|FILE]\n");
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap|threads N "
+		"[MARKER|FILE]\n");
 	return 2;
 }
