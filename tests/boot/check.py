@@ -866,12 +866,14 @@ def case_unwind_kunit(ctx, files):
         if "Expected" in ln or "work bit" in ln or "not ok" in ln:
             ctx.diag(ln.strip())
     names = [c[1] for c in cases]
-    expect(names == ["unwind_deferred_test_cancelled", "unwind_deferred_test_twice"],
+    expect(names == ["unwind_deferred_test_cancelled", "unwind_deferred_test_twice",
+                     "unwind_deferred_test_wrap"],
            f"unexpected cases in the results: {names} ({text[-300:]!r})")
     bad = [c for c in cases if c[0] != "ok" or "SKIP" in c[2]]
     expect(not bad, f"cases not ok: {bad}")
     expect(suite is not None and suite[0] == "ok" and "SKIP" not in suite[1], f"suite result {suite}")
-    ctx.diag("request on a cancelled work: -EINVAL and one warning; second request: 1, same cookie")
+    ctx.diag("request on a cancelled work: -EINVAL and one warning; second request: 1, same cookie; "
+             "cookies 2^32 entries apart differ")
 
 
 # ---------------------------------------------------------------------------
