@@ -111,6 +111,17 @@ fn own_options(
     want
 }
 
+/// The sub-buffer size (KiB, a power of two) that a stack entry with a
+/// snapshot of `bytes` and 128 frames fits in, when `page` (the current
+/// sub-buffer size, bytes) is too small: the kernel caps an entry at the
+/// largest event of a sub-buffer, frames first, so a larger snapshot than
+/// that would silently be cut. Room: the sub-buffer header (16), the event
+/// header and length (8), the entry's fields (56) and the frames.
+pub fn subbuf_kb_for_snapshot(bytes: u64, page: u64) -> Option<u64> {
+    let need = bytes + 16 + 8 + 56 + 128 * 8;
+    (need > page).then(|| need.div_ceil(1024).next_power_of_two())
+}
+
 /// The default stack snapshot of deferred user stacks: what makes stacks
 /// of frame-pointer code exact (the caller of a frameless libc wrapper).
 pub const DEFAULT_SNAPSHOT: u64 = ustack_symbolize::unwind::DEFAULT_SNAPSHOT as u64;
@@ -270,6 +281,13 @@ fn setup_inner<T>(
             None if has => guard.set_user_stack_snapshot_size(&inst, DEFAULT_SNAPSHOT)?,
             _ => {}
         }
+        // A snapshot larger than a sub-buffer holds gets larger sub-buffers.
+        let bytes = opts.snapshot_bytes.unwrap_or(DEFAULT_SNAPSHOT);
+        if has && inst.exists("buffer_subbuf_size_kb") {
+            if let Some(kb) = subbuf_kb_for_snapshot(bytes, inst.page_size() as u64) {
+                guard.set_subbuf_size_kb(&inst, kb)?;
+            }
+        }
     }
     if let Some(clock) = &opts.clock {
         guard.set_trace_clock(&inst, clock)?;
@@ -292,6 +310,24 @@ fn setup_inner<T>(
         lock,
     };
     Ok((session, before))
+}
+
+#[cfg(test)]
+mod subbuf_tests {
+    use super::subbuf_kb_for_snapshot;
+
+    #[test]
+    fn snapshots_that_fit_a_page_keep_it_and_larger_ones_get_a_power_of_two() {
+        assert_eq!(subbuf_kb_for_snapshot(128, 4096), None);
+        assert_eq!(subbuf_kb_for_snapshot(2048, 4096), None);
+        // 3,000 bytes and 128 frames do not fit in 4 KiB
+        assert_eq!(subbuf_kb_for_snapshot(3000, 4096), Some(8));
+        assert_eq!(subbuf_kb_for_snapshot(4096, 4096), Some(8));
+        assert_eq!(subbuf_kb_for_snapshot(8192, 4096), Some(16));
+        assert_eq!(subbuf_kb_for_snapshot(65536, 4096), Some(128));
+        // already large enough
+        assert_eq!(subbuf_kb_for_snapshot(8192, 16384), None);
+    }
 }
 
 #[cfg(test)]

@@ -345,6 +345,18 @@ impl Guard {
         inst.set_buffer_size_kb(kb)
     }
 
+    /// Sets `buffer_subbuf_size_kb` (the ring buffer's sub-buffer size, a
+    /// power of two; changing it empties the buffer).
+    pub fn set_subbuf_size_kb(&self, inst: &Instance, kb: u64) -> Result<()> {
+        let rel = "buffer_subbuf_size_kb";
+        let old = inst.read_string(rel)?;
+        if old.trim() == kb.to_string() {
+            return Ok(());
+        }
+        self.remember(inst, rel, old.trim().to_string());
+        inst.write(rel, &kb.to_string())
+    }
+
     /// Sets `user_stack_snapshot_size` (bytes of user stack the ustack
     /// kernel patches copy per kernel entry; 0 is off).
     pub fn set_user_stack_snapshot_size(&self, inst: &Instance, bytes: u64) -> Result<()> {
