@@ -1,6 +1,10 @@
 //! Recording for ustack: everything `tracer-cli record`, `start`, `extract`
 //! and `tui --live` share, so each of them is only wiring.
 //!
+//! * [`Launch`] → [`Prepared`] → [`Recording`] is one recording session,
+//!   the same for `record` and `tui --live`: the parts below put together,
+//!   with the maps and names gathered while it runs and the metadata of
+//!   the trace.dat it writes;
 //! * [`setup`] applies a [`TraceConfig`] (instance, events with their
 //!   filters, options, buffer size, clock, tracer, pid filter) to tracefs,
 //!   every change recorded in a guard that restores it;
@@ -27,6 +31,7 @@ mod maps;
 mod output;
 mod procwatch;
 mod recorder;
+mod recording;
 mod session;
 mod timed;
 mod tracee;
@@ -42,6 +47,7 @@ pub use output::{
 };
 pub use procwatch::{last_comms, ProcEvent, ProcWatch, Stamper};
 pub use recorder::{CpuResult, Recorder};
+pub use recording::{Launch, Prepared, Recording, Tick, TICK};
 pub use session::{
     setup, setup_watched, Session, TraceConfig, UserStacks, NO_DELAY_OPTION, SETUP_OPTIONS,
 };

@@ -452,14 +452,14 @@ impl MapsTracker {
         }
     }
 
-    /// The merged maps of every process seen.
-    pub fn into_maps(self) -> Vec<ProcMap> {
+    /// The merged maps of every process seen so far.
+    pub fn maps(&self) -> Vec<ProcMap> {
         self.store.maps()
     }
 
-    /// The maps of every process seen, timed by the lifecycle events of a
-    /// [`crate::ProcWatch`] (see [`MapsStore::timed_maps`]).
-    pub fn into_timed_maps(self, events: &[ProcEvent]) -> Vec<ProcMap> {
+    /// The maps of every process seen so far, timed by the lifecycle
+    /// events of a [`crate::ProcWatch`] (see [`MapsStore::timed_maps`]).
+    pub fn timed_maps(&self, events: &[ProcEvent]) -> Vec<ProcMap> {
         self.store.timed_maps(events)
     }
 }

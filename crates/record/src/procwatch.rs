@@ -245,6 +245,14 @@ impl ProcWatch {
         new
     }
 
+    /// The events read so far, in time order (a live view's maps are
+    /// timed with them before the watch is finished).
+    pub fn events(&self) -> Vec<ProcEvent> {
+        let mut ev = self.events.clone();
+        ev.sort_by_key(|e| e.ts());
+        ev
+    }
+
     /// Stops the instance, reads what is left and closes its files (reads
     /// are no longer stamped); all events in time order.
     pub fn finish(mut self) -> Vec<ProcEvent> {

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> Result<()> {
     if let Ok(t) = fs.read("saved_tgids") {
         maps.add_saved_tgids(&String::from_utf8_lossy(&t));
     }
-    let meta = collect_meta(&fs, first, None, maps.into_maps())?;
+    let meta = collect_meta(&fs, first, None, maps.maps())?;
     let summary = write_trace_dat(&args.out.output, &meta, &buffers, &wopts)?;
     drop(temps);
     if !args.quiet {

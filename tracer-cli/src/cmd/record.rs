@@ -7,30 +7,27 @@
 //! the end. Every tracefs setting that is changed is put back afterwards
 //! (also after Ctrl-C/SIGTERM), and an instance created for `-B` is removed.
 //!
-//! The work is done by `ustack_record`: this module is the wiring and the
-//! policy (progress on the terminal, the summary, signals).
+//! The work is done by one `ustack_record::Recording`, the session that
+//! `tui --live` runs too: this module is the wiring and the policy
+//! (progress on the terminal, the summary, signals, when to stop).
 //!
 //! PROCMAPS (the memory maps that let user stacks be symbolized later):
-//! the command given on the command line runs under ptrace
-//! ([`TracedCommand`]), so every process it execs has its maps read at its
-//! exec and its exit, however short it lives; `--no-ptrace` polls instead.
-//! `-P` pids are someone else's processes: they and their descendants are
-//! polled ([`MapsTracker`]), as are the processes seen with user stacks in
-//! the data. A private instance follows execs and forks ([`ProcWatch`]):
-//! every read of maps gets a trace time, a process is read when it execs
-//! (when recording the whole system), and PROCMAPS says which maps were
-//! valid when, so each stack is resolved with the maps of its time.
+//! the command given on the command line runs under ptrace, so every
+//! process it execs has its maps read at its exec and its exit, however
+//! short it lives; `--no-ptrace` polls instead. `-P` pids are someone
+//! else's processes: they and their descendants are polled, as are the
+//! processes seen with user stacks in the data. A private instance follows
+//! execs and forks: every read of maps gets a trace time, a process is read
+//! when it execs (when recording the whole system), and PROCMAPS says which
+//! maps were valid when, so each stack is resolved with the maps of its
+//! time.
 
 use anyhow::{bail, Result};
 use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
-use ustack_record::{
-    check_output, collect_meta, last_comms, setup_watched, Cmdlines, CpuResult, MapsStore,
-    MapsTracker, ProcWatch, Recorder, SpaceReserve, StackPidScanner, TraceStats, TracedCommand,
-    UserStacks,
-};
+use std::time::Instant;
+use ustack_record::{check_output, CpuResult, Launch, Tick, TraceStats, TICK};
 
 use super::opts::{OutputOpts, TraceOpts, Unsupported};
 use crate::signals;
@@ -81,180 +78,107 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     signals::install()?;
     let mut phases = phases::Phases::start();
 
-    // The command's maps are snapshotted at its execs and exits by the
-    // ptrace thread, and polled; -P pids are only polled.
-    let store = MapsStore::default();
-    let mut child = if args.command.is_empty() {
-        None
-    } else {
-        Some(TracedCommand::spawn(
-            &args.command,
-            store.clone(),
-            !args.no_ptrace,
-        )?)
-    };
-    let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
+    let launch = Launch::spawn(&args.command, !args.no_ptrace)?;
     phases.end("spawn");
-    let (mut session, watch) = setup_watched(&config, child_pid)?;
-    super::opts::note_leftover(session.leftover_restored);
-    session.guard.on_drop_error(signals::report);
-    signals::set_restorer(Some(session.guard.restorer()));
-    let inst = &session.inst;
-    let mut watch = match watch {
-        Ok(w) => {
-            store.set_stamper(w.stamper());
-            Some(w)
-        }
-        Err(e) => {
-            if !args.quiet {
-                eprintln!("tracer-cli: warning: cannot follow execs and forks ({e:#}); user stacks of processes that exec may resolve less");
-            }
-            None
-        }
-    };
-    let everyone = child.is_none() && args.trace.pids.is_empty();
+    let mut prep = launch.setup(&config)?;
+    super::opts::note_leftover(prep.session().leftover_restored);
+    let guard = &mut prep.session_mut().guard;
+    guard.on_drop_error(signals::report);
+    signals::set_restorer(Some(guard.restorer()));
+    if let Some(e) = prep.watch_error().filter(|_| !args.quiet) {
+        eprintln!("tracer-cli: warning: cannot follow execs and forks ({e:#}); user stacks of processes that exec may resolve less");
+    }
     phases.end("setup");
 
     // Room for the trace.dat even if the per-CPU files fill the disk
     // (taken once the setup worked, so a typo does not clobber an old file).
-    let mut reserve = SpaceReserve::take(&args.out.output)?;
-    let mut rec = Recorder::start(inst, &args.out.output)?;
-    let cpus = rec.cpus();
-    let mut partial: Vec<PathBuf> = rec.temp_files().iter().map(|(_, p)| p.clone()).collect();
+    let mut rec = prep.start(&args.out.output, Some(&args.out.output))?;
+    let cpus = rec.recorder().cpus();
+    let mut partial: Vec<PathBuf> = rec
+        .recorder()
+        .temp_files()
+        .iter()
+        .map(|(_, p)| p.clone())
+        .collect();
     partial.push(args.out.output.clone());
     signals::remove_on_abort(partial);
-
-    let mut roots: Vec<u32> = args.trace.pids.clone();
-    if let Some(c) = child.as_ref().filter(|c| !c.is_traced()) {
-        if !args.no_ptrace {
-            eprintln!("tracer-cli: warning: cannot ptrace the command; polling its maps instead (short-lived processes may lack them)");
-        }
-        roots.push(c.pid().as_raw() as u32);
+    if rec.command().is_some_and(|c| !c.is_traced()) && !args.no_ptrace {
+        eprintln!("tracer-cli: warning: cannot ptrace the command; polling its maps instead (short-lived processes may lack them)");
     }
-    let mut maps = MapsTracker::with_store(roots, store.clone());
-    let mut scanner = match args.trace.user_stacks.mode {
-        UserStacks::Off => None,
-        _ => StackPidScanner::new(&session.fs, inst.page_size(), rec.temp_files())?,
-    };
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = progress::Progress::default();
     let start = Instant::now();
     phases.end("readers");
-    inst.set_tracing_on(true)?;
-    if let Some(c) = child.as_mut() {
-        c.release()?;
-    }
+    rec.go()?;
     phases.end("start");
-    if child.is_none() && !args.quiet {
+    if rec.command().is_none() && !args.quiet {
         eprintln!("tracer-cli: recording; press Ctrl-C to stop");
     }
-    let mut tick = 0u64;
     let mut child_status = None;
-    // Names of the tasks that ran, before the kernel's cache drops them.
-    // Tasks created or renamed while recording are named by the ProcWatch;
-    // these reads keep the names of older ones, and a cache of thousands
-    // (6.8 and later) turns over in far more than a second: once a second
-    // (each read is the whole cache, 80 KB on 6.18) rather than every tick.
-    let mut cmdlines = Cmdlines::default();
-    loop {
-        if tick % 20 == 0 {
-            if let Ok(saved) = session.fs.saved_cmdlines() {
-                cmdlines.absorb(&saved);
-            }
-        }
-        if tick % 4 == 0 {
-            maps.scan_children();
-        }
-        maps.snapshot();
-        if let Some(w) = watch.as_mut() {
-            let ev = w.poll();
-            maps.on_events(&ev, everyone);
-        }
-        if let Some(sc) = scanner.as_mut().filter(|_| tick % 2 == 0) {
-            for pid in sc.scan() {
-                maps.add_seen(pid);
-            }
-        }
+    for n in 0u64.. {
+        let tick = rec.tick();
         if signals::stop_requested() {
             break;
         }
-        if let Some(st) = child.as_ref().and_then(|c| c.try_wait()) {
+        match tick {
+            Tick::CommandExited(st) => {
+                child_status = Some(st);
+                break;
+            }
+            Tick::ReaderFailed => break, // its error is reported by stop
+            Tick::Running => {}
+        }
+        if show && n % 10 == 0 {
+            progress.show(
+                &rec.session().inst,
+                &cpus,
+                &rec.recorder().bytes(),
+                start.elapsed(),
+            );
+        }
+        // The command's exit ends the wait at once (the stop latency).
+        if let Some(st) = rec.wait(TICK) {
             child_status = Some(st);
             break;
         }
-        if rec.reader_failed() {
-            break; // its error is reported by finish
-        }
-        if show && tick % 10 == 0 {
-            progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
-        }
-        // The command's exit ends the wait at once (the stop latency).
-        match child.as_ref() {
-            Some(c) => {
-                if let Some(st) = c.wait_timeout(Duration::from_millis(50)) {
-                    child_status = Some(st);
-                    break;
-                }
-            }
-            None => std::thread::sleep(Duration::from_millis(50)),
-        }
-        tick += 1;
     }
 
     phases.end("recording");
-    // A reader that failed (a full disk) ends the recording: the command
-    // we started is stopped too, rather than left running untraced.
-    if rec.reader_failed() {
-        if let Some(c) = &child {
-            child_status = c.terminate(Duration::from_secs(2));
-        }
+    // Stop writing, then let every reader drain its CPU completely (a
+    // failed reader ends the command too).
+    let reader_failed = rec.recorder().reader_failed();
+    let finished = rec.stop();
+    if reader_failed && rec.command().is_some() {
+        child_status = rec.command_status();
     }
-    // Stop writing, then let every reader drain its CPU completely.
-    let finished = rec.finish();
     phases.end("drain");
-    if let Some(sc) = scanner.as_mut() {
-        for pid in sc.scan() {
-            maps.add_seen(pid);
-        }
-        maps.refresh_seen();
-    }
     if show {
-        progress.show(inst, &cpus, &rec.bytes(), start.elapsed());
+        progress.show(
+            &rec.session().inst,
+            &cpus,
+            &rec.recorder().bytes(),
+            start.elapsed(),
+        );
     }
     // After a failed reader, what the files hold (whole pages) is still
     // written as a readable trace.dat, and the failure reported after.
     let (results, failed) = match finished {
         Ok(r) => (r, None),
         Err(e) => {
-            rec.trim_to_pages()?;
+            rec.recorder().trim_to_pages()?;
             (Vec::new(), Some(e))
         }
     };
-    let cpu_files = rec.cpu_files()?;
-    if let Ok(t) = session.fs.read("saved_tgids") {
-        maps.add_saved_tgids(&String::from_utf8_lossy(&t));
-    }
-    let lifecycle = watch.map(ProcWatch::finish);
-    let procmaps = match &lifecycle {
-        Some(ev) => maps.into_timed_maps(ev),
-        None => maps.into_maps(),
-    };
-    let mut meta = collect_meta(&session.fs, inst, Some(&session.events), procmaps)?;
-    cmdlines.absorb(&meta.cmdlines);
-    for (pid, comm) in lifecycle.as_deref().map(last_comms).unwrap_or_default() {
-        cmdlines.set_comm(pid, &comm);
-    }
-    meta.cmdlines = cmdlines.to_saved_cmdlines();
+    let cpu_files = rec.recorder().cpu_files()?;
+    rec.update_meta()?;
     phases.end("metadata");
-    reserve.release();
-    let summary = rec.write(&args.out.output, &meta, &wopts);
+    let summary = rec.write(&args.out.output, &wopts);
     phases.end("write");
     let summary = match (summary, failed) {
         (Ok(s), None) => s,
         (Ok(_), Some(e)) => {
             signals::remove_on_abort(Vec::new());
-            drop(rec);
-            session.guard.restore()?;
+            rec.restore()?;
             return Err(e.context(format!(
                 "recording stopped; {} holds what was recorded before",
                 args.out.output.display()
@@ -265,24 +189,26 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     };
     // The file is complete: an abort from now on must not delete it.
     signals::remove_on_abort(Vec::new());
-    drop(rec);
 
+    let stats = rec.command().map(|c| c.stats());
+    let traced = rec.command().is_some_and(|c| c.is_traced());
     if !args.quiet {
-        print_summary(&cpu_files, &results, &args.out.output, &summary, &meta);
-        if let Some(c) = child.as_ref().filter(|c| c.is_traced()) {
-            print_ptrace_stats(&c.stats());
+        let meta = rec.meta().expect("written with it");
+        print_summary(&cpu_files, &results, &args.out.output, &summary, meta);
+        if let Some(s) = stats.as_ref().filter(|_| traced) {
+            print_ptrace_stats(s);
         }
     }
     // Restore now (rather than in drop) so a failure is reported.
-    session.guard.restore()?;
+    rec.restore()?;
     phases.end("restore");
-    phases.print(&results, child.as_ref().map(|c| c.stats()).as_ref());
+    phases.print(&results, stats.as_ref());
     signals::set_restorer(None);
     // The trace is kept, but a command that failed (or could not run at
     // all, like strace refused PTRACE_TRACEME under our ptrace) is a
     // failed record.
     if let Some(st) = child_status.filter(|s| *s != 0) {
-        let hint = if child.as_ref().is_some_and(|c| c.is_traced()) {
+        let hint = if traced {
             " (a command that uses ptrace itself, such as strace or gdb, needs --no-ptrace)"
         } else {
             ""

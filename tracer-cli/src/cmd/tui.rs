@@ -298,7 +298,7 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
     }
     let saved = match (&args.output, &res) {
         (Some(out), Ok(())) => {
-            live.meta.procmaps = std::mem::take(&mut live.maps).into_maps();
+            live.meta.procmaps = live.maps.maps();
             let opts = write_options(7, None)?;
             Some(live.write(out, &opts).map(|_| out.clone()))
         }
