@@ -2,8 +2,10 @@
 //! generated trace file and checks what is on the screen.
 //!
 //! Needs tmux; without it the test prints `SKIP` and returns, except under
-//! CI=true where a missing tmux is a failure. The `--live` test also needs
-//! root and tracefs: `#[ignore]`d, run with `--include-ignored`.
+//! CI=true where a missing tmux is a failure. The `--live` tests also need
+//! root and tracefs: `tui_live_in_tmux` is `#[ignore]`d (run with
+//! `--include-ignored`), `tui_live_symbolizes_what_record_does` skips
+//! without them, except under CI=true.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -19,6 +21,11 @@ impl Tmux {
     /// [`recording_status`]); the pane stays after the exit so that a crash
     /// shows up in the capture.
     fn start(socket: String, width: &str, cmd: &str, status: &Path) -> Tmux {
+        Tmux::start_sized(socket, width, "24", cmd, status)
+    }
+
+    /// [`Tmux::start`] in a `width`x`height` window.
+    fn start_sized(socket: String, width: &str, height: &str, cmd: &str, status: &Path) -> Tmux {
         let t = Tmux { socket };
         let cmd = recording_status(cmd, status);
         let o = t.cmd(&[
@@ -29,7 +36,7 @@ impl Tmux {
             "-x",
             width,
             "-y",
-            "24",
+            height,
             &cmd,
         ]);
         assert!(o.status.success(), "{o:?}");
@@ -364,11 +371,14 @@ fn tui_live_in_tmux() {
     // far less than a poll period, were taken at its exec and exit.
     let f = ustack_tracedata::TraceFile::open(&out).unwrap();
     let maps = f.procmaps().unwrap_or_default();
-    let trues = maps
+    // (Each process once or more: its entries are timed reads, execs and
+    // forks, as record writes them.)
+    let trues: std::collections::BTreeSet<&str> = maps
         .lines()
         .filter(|l| l.split_whitespace().nth(2) == Some("true"))
-        .count();
-    assert_eq!(trues, 20, "{maps:.3000}");
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(trues.len(), 20, "{maps:.3000}");
     drop(t);
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -486,4 +496,174 @@ fn tui_selection_in_tmux() {
         assert_eq!(wait_exit(&t, &status, 10), "0");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Compiles `tests/gt/pie.c` (a known call chain down to getppid(2)) into
+/// `dir/pie`, with frame pointers so that sync user stacks walk it.
+fn gt_pie(dir: &Path) -> Option<PathBuf> {
+    let gt = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gt");
+    let exe = dir.join("pie");
+    let st = Command::new("cc")
+        .args(["-O1", "-g", "-fno-omit-frame-pointer", "-I"])
+        .arg(&gt)
+        .arg(gt.join("pie.c"))
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .ok()?;
+    st.success().then_some(exe)
+}
+
+/// Runs the workload in `dir`: three `pie` processes one after the
+/// other, each making five getppid(2) calls and then living 300 ms (more
+/// than the recorder's poll, so that it can be read after its exec), all
+/// gone when this returns. They are not the recorder's command: only a
+/// whole-system recording's exec watch and stack scanner find them.
+fn pie_workload(dir: &Path) {
+    let st = Command::new("sh")
+        .args(["-c", "for i in 1 2 3; do ./pie plain 5; done"])
+        .current_dir(dir)
+        .env("GT_LINGER_MS", "300")
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// The rows of the call tree on `screen` (all nodes expanded): counts and
+/// function names, indented by depth, without the borders.
+fn tree_rows(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .map(|l| l.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .skip_while(|l| !l.starts_with("TOTAL"))
+        .skip(1)
+        .take_while(|l| l.contains('%'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The call tree of the pie processes' stacks, all expanded, as the TUI
+/// shows it in `t`.
+fn pie_tree(t: &Tmux) -> Vec<String> {
+    t.keys(&["3"]);
+    t.wait_for("Call tree, top-down");
+    t.keys(&["E"]);
+    // Expanded down to the libc function that makes the system call (its
+    // caller gt_leaf has no frame of its own on the frame-pointer walk).
+    let s = t.wait_for(" syscall ");
+    tree_rows(&s)
+}
+
+/// `tui --live` symbolizes what `record` followed by `tui` symbolizes: the
+/// same workload (processes the recorder did not start, gone before the
+/// view is looked at) recorded both ways on the host kernel, and the call
+/// trees of their user stacks compared row by row. Both run one recording
+/// session, so the live view has the same maps (read at each exec, found
+/// through the stacks in the data) as the file `record` writes.
+#[test]
+fn tui_live_symbolizes_what_record_does() {
+    if !have_tmux() {
+        return ustack_testdata::skip_unless_ci("needs tmux");
+    }
+    let Some(inst) = ustack_testdata::TestInstance::create("tlive") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+    if gt_pie(dir).is_none() {
+        return ustack_testdata::skip_unless_ci("needs a C compiler (cc)");
+    }
+    let bin = env!("CARGO_BIN_EXE_tracer-cli");
+    let trace = [
+        "-B",
+        inst.name(),
+        "--user-stacks",
+        "sync",
+        "-e",
+        "syscalls:sys_enter_getppid",
+    ];
+
+    // record, the whole system, stopped with SIGINT once the workload is done.
+    let out = dir.join("record.dat");
+    let mut rec = Command::new(bin)
+        .arg("record")
+        .args(trace)
+        .arg("-o")
+        .arg(&out)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(rec.stderr.take().unwrap());
+    let mut said = String::new();
+    while !said.contains("tracer-cli: recording; press Ctrl-C to stop") {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+        assert!(n > 0, "record ended before recording: {said}");
+        said.push_str(&line);
+    }
+    pie_workload(dir);
+    // SAFETY: kill(2) on the pid of our own child, which is not reaped yet.
+    unsafe { libc::kill(rec.id() as i32, libc::SIGINT) };
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(rec.wait().unwrap().success(), "record: {said}{rest}");
+
+    let status = dir.join("exit");
+    let t = Tmux::start_sized(
+        format!("tracer-cli-parity-{}", std::process::id()),
+        "120",
+        "60",
+        &format!("{bin} tui -i {} --comm pie", out.display()),
+        &status,
+    );
+    let recorded = pie_tree(&t);
+    t.keys(&["q"]);
+    assert_eq!(wait_exit(&t, &status, 20), "0");
+    drop(t);
+
+    // tui --live with the same options, stopped with SIGINT likewise.
+    let _ = std::fs::remove_file(&status);
+    let pidfile = dir.join("pid");
+    let t = Tmux::start_sized(
+        format!("tracer-cli-parity-live-{}", std::process::id()),
+        "120",
+        "60",
+        &format!(
+            "sh -c 'echo $$ > {}; exec {bin} tui --live {} --comm pie'",
+            pidfile.display(),
+            trace.join(" ")
+        ),
+        &status,
+    );
+    t.wait_for("live: recording");
+    pie_workload(dir);
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: kill(2) on the tracer-cli the tmux pane runs, still running.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    t.wait_for("live: stopped");
+    let live = pie_tree(&t);
+    t.keys(&["q"]);
+    assert_eq!(wait_exit(&t, &status, 30), "0");
+    drop(t);
+
+    // Resolved (not only the same): pie's own chain is in the tree.
+    for f in ["gt_depth3", "gt_depth2", "gt_depth1"] {
+        assert!(
+            recorded.iter().any(|r| r.ends_with(f)),
+            "{f} not in the tree of record:\n{}",
+            recorded.join("\n")
+        );
+    }
+    assert_eq!(
+        live,
+        recorded,
+        "tui --live:\n{}\nrecord + tui:\n{}",
+        live.join("\n"),
+        recorded.join("\n")
+    );
+    drop(inst);
 }

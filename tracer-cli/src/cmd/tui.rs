@@ -5,24 +5,27 @@
 //! `report --stacks` text instead, so scripts and pipes still get it.
 //!
 //! `--live` records instead of reading a file (the `record` options, and
-//! optionally a command): the per-CPU pages are spliced to temp files as in
-//! `record`, and about once a second a snapshot trace.dat is written from
-//! them and the view is refreshed, keeping the selection, filters and sort.
-//! On quit, tracing is restored and, with `-o`, the full trace is saved.
+//! optionally a command) with the session `record` runs
+//! (`ustack_record::Recording`): the same readers, and the same maps and
+//! names gathered for symbolization (the ptrace'd command, the exec and
+//! fork watch, the processes with stacks in the data, `saved_tgids`, the
+//! merged command names). About once a second a snapshot trace.dat is
+//! written from it and the view is refreshed, keeping the selection,
+//! filters and sort. On quit, tracing is restored and, with `-o`, the full
+//! trace is saved.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use ustack_printer::select::Selection;
-use ustack_record::{
-    collect_meta, setup, write_options, MapsStore, MapsTracker, Recorder, Session, TraceConfig,
-    TracedCommand,
-};
+use ustack_record::{write_options, Launch, Recording, Tick, TraceConfig, TICK};
 use ustack_tracedata::compress::Compression;
-use ustack_tracedata::writer::{FileVersion, TraceMeta, WriteOptions};
+use ustack_tracedata::writer::{FileVersion, WriteOptions};
 
 use super::opts::TraceOpts;
 use crate::signals;
@@ -111,60 +114,54 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     Ok(())
 }
 
-/// The live recording behind the TUI.
+/// The live recording behind the TUI: a [`Recording`], as `record` runs
+/// it, ticked on a thread of its own (so that processes are read at their
+/// exec whatever the view does) while the view writes a snapshot of it
+/// about once a second.
 struct LiveRec {
-    session: Session,
-    rec: Recorder,
-    child: Option<TracedCommand>,
-    child_status: Option<i32>,
-    maps: MapsTracker,
-    meta: TraceMeta,
+    shared: Arc<Mutex<Shared>>,
     dir: PathBuf,
     snaps: u64,
     last_bytes: u64,
+    /// The snapshot after the stop was written.
+    stopped_shown: bool,
     last_snap: Option<PathBuf>,
     start: Instant,
+}
+
+/// What the ticking thread and the view share.
+struct Shared {
+    rec: Recording,
     error: Option<String>,
 }
 
-impl LiveRec {
+fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
+    // A panic on the other side leaves the recording usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Shared {
     /// Turns tracing off and drains every CPU (once).
     fn stop(&mut self) {
-        if self.rec.is_finished() {
+        if self.rec.is_stopped() {
             return;
         }
-        if let Err(e) = self.rec.finish() {
+        if let Err(e) = self.rec.stop() {
             self.error.get_or_insert(format!("{e:#}"));
         }
     }
 
+    /// Writes the recording so far to `path`, with the maps and names
+    /// gathered so far.
     fn write(&mut self, path: &Path, opts: &WriteOptions) -> Result<()> {
-        if let Ok(c) = self.session.fs.saved_cmdlines() {
-            self.meta.cmdlines = c;
-        }
-        self.rec.write(path, &self.meta, opts)?;
+        self.rec.update_meta()?;
+        self.rec.write(path, opts)?;
         Ok(())
     }
 
-    /// Writes the next snapshot; the previous one is unlinked (the TUI may
-    /// still map it, which unlinking keeps valid).
-    fn snapshot(&mut self) -> Result<PathBuf> {
-        let path = self.dir.join(format!("live-{}.dat", self.snaps));
-        self.snaps += 1;
-        let opts = WriteOptions {
-            version: FileVersion::V7,
-            compression: Compression::None,
-        };
-        self.write(&path, &opts)?;
-        if let Some(old) = self.last_snap.replace(path.clone()) {
-            let _ = std::fs::remove_file(old);
-        }
-        Ok(path)
-    }
-
-    fn status(&self) -> String {
-        let state = if self.rec.is_finished() {
-            match self.child_status {
+    fn status(&self, start: Instant) -> String {
+        let state = if self.rec.is_stopped() {
+            match self.rec.command_status() {
                 Some(s) => format!("stopped: the command exited with status {s}"),
                 None => "stopped".to_string(),
             }
@@ -173,8 +170,8 @@ impl LiveRec {
         };
         let mut s = format!(
             "live: {state}, {:.0}s, {} KiB",
-            self.start.elapsed().as_secs_f64(),
-            self.rec.total_bytes() >> 10
+            start.elapsed().as_secs_f64(),
+            self.rec.recorder().total_bytes() >> 10
         );
         if let Some(e) = &self.error {
             s.push_str(&format!(" | error: {e}"));
@@ -183,36 +180,69 @@ impl LiveRec {
     }
 }
 
-impl ustack_tui::Live for LiveRec {
-    fn poll(&mut self) -> (Option<PathBuf>, Option<String>) {
-        let mut changed = false;
-        self.maps.scan_children();
-        self.maps.snapshot();
-        if !self.rec.is_finished() {
-            let exited = self.child.as_ref().and_then(|c| c.try_wait());
-            if exited.is_some() || signals::stop_requested() {
-                self.child_status = exited;
-                self.stop();
-                changed = true;
+/// Ticks the recording every [`TICK`] until it stops: at the command's
+/// exit, a failed reader or a signal, or when `quit` is set.
+fn tick_until_stopped(shared: &Mutex<Shared>, quit: &AtomicBool) {
+    while !quit.load(Ordering::SeqCst) {
+        {
+            let mut s = lock(shared);
+            if s.rec.is_stopped() {
+                return;
+            }
+            let tick = s.rec.tick();
+            if tick != Tick::Running || signals::stop_requested() {
+                s.stop();
+                return;
             }
         }
-        let bytes = self.rec.total_bytes();
+        std::thread::sleep(TICK);
+    }
+}
+
+impl LiveRec {
+    /// Writes the next snapshot; the previous one is unlinked (the TUI may
+    /// still map it, which unlinking keeps valid).
+    fn snapshot(&mut self, s: &mut Shared) -> Result<PathBuf> {
+        let path = self.dir.join(format!("live-{}.dat", self.snaps));
+        self.snaps += 1;
+        let opts = WriteOptions {
+            version: FileVersion::V7,
+            compression: Compression::None,
+        };
+        s.write(&path, &opts)?;
+        if let Some(old) = self.last_snap.replace(path.clone()) {
+            let _ = std::fs::remove_file(old);
+        }
+        Ok(path)
+    }
+}
+
+impl ustack_tui::Live for LiveRec {
+    fn poll(&mut self) -> (Option<PathBuf>, Option<String>) {
+        let shared = self.shared.clone();
+        let mut s = lock(&shared);
+        let mut changed = false;
+        if s.rec.is_stopped() && !self.stopped_shown {
+            self.stopped_shown = true;
+            changed = true;
+        }
+        let bytes = s.rec.recorder().total_bytes();
         if bytes != self.last_bytes {
             self.last_bytes = bytes;
             changed = true;
         }
         let snap = if changed {
-            match self.snapshot() {
+            match self.snapshot(&mut s) {
                 Ok(p) => Some(p),
                 Err(e) => {
-                    self.error = Some(format!("{e:#}"));
+                    s.error = Some(format!("{e:#}"));
                     None
                 }
             }
         } else {
             None
         };
-        (snap, Some(self.status()))
+        (snap, Some(s.status(self.start)))
     }
 }
 
@@ -226,61 +256,47 @@ fn run_live(args: &Args, config: &TraceConfig, select: Selection) -> Result<()> 
 
 fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> Result<()> {
     signals::install()?;
-    // The command's maps are taken at its execs and exits under ptrace, as
-    // in record.
-    let store = MapsStore::default();
-    let mut child = if args.command.is_empty() {
-        None
-    } else {
-        // The command's output would garble the screen: send it to a log.
+    // The command's output would garble the screen: send it to a log.
+    let mut argv = Vec::new();
+    if !args.command.is_empty() {
         let log = dir.join("command.log");
-        let mut argv = vec![
+        argv = vec![
             "/bin/sh".to_string(),
             "-c".to_string(),
             format!("exec \"$@\" >'{}' 2>&1 </dev/null", log.display()),
             "sh".to_string(),
         ];
         argv.extend(args.command.iter().cloned());
-        Some(TracedCommand::spawn(&argv, store.clone(), true)?)
-    };
-    let child_pid = child.as_ref().map(|c| c.pid().as_raw() as u32);
-    let mut session = setup(config, child_pid)?;
-    super::opts::note_leftover(session.leftover_restored);
-    session.guard.on_drop_error(signals::report);
-    signals::set_restorer(Some(session.guard.restorer()));
-    let rec = Recorder::start(&session.inst, &dir.join("rec"))?;
-    let meta = collect_meta(
-        &session.fs,
-        &session.inst,
-        Some(&session.events),
-        Vec::new(),
-    )?;
-    let mut roots: Vec<u32> = config.pids.clone();
-    roots.extend(
-        child
-            .as_ref()
-            .filter(|c| !c.is_traced())
-            .map(|c| c.pid().as_raw() as u32),
-    );
-    session.inst.set_tracing_on(true)?;
-    if let Some(c) = child.as_mut() {
-        c.release()?;
     }
+    let mut prep = Launch::spawn(&argv, true)?.setup(config)?;
+    super::opts::note_leftover(prep.session().leftover_restored);
+    let guard = &mut prep.session_mut().guard;
+    guard.on_drop_error(signals::report);
+    signals::set_restorer(Some(guard.restorer()));
+    let error = prep
+        .watch_error()
+        .map(|e| format!("cannot follow execs and forks ({e:#})"));
+    let mut rec = prep.start(&dir.join("rec"), None)?;
+    rec.go()?;
+    let shared = Arc::new(Mutex::new(Shared { rec, error }));
     let mut live = LiveRec {
-        session,
-        rec,
-        child,
-        child_status: None,
-        maps: MapsTracker::with_store(roots, store),
-        meta,
+        shared: shared.clone(),
         dir: dir.to_path_buf(),
         snaps: 0,
         last_bytes: 0,
+        stopped_shown: false,
         last_snap: None,
         start: Instant::now(),
-        error: None,
     };
-    let first = live.snapshot()?;
+    let first = live.snapshot(&mut lock(&shared))?;
+    let quit = Arc::new(AtomicBool::new(false));
+    let ticker = {
+        let (shared, quit) = (shared.clone(), quit.clone());
+        std::thread::Builder::new()
+            .name("live-tick".into())
+            .spawn(move || tick_until_stopped(&shared, &quit))
+            .context("cannot start the recording's thread")?
+    };
     let res = ustack_tui::run_with(
         &ustack_tui::Options {
             input: first,
@@ -291,24 +307,28 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
         },
         Some(&mut live),
     );
-    live.stop();
-    if let Some(c) = live.child.take() {
-        // Quitting the TUI ends the traced command too.
-        c.terminate(Duration::from_secs(2));
-    }
+    quit.store(true, Ordering::SeqCst);
+    let _ = ticker.join();
+    drop(live);
+    let Ok(shared) = Arc::try_unwrap(shared) else {
+        anyhow::bail!("the live recording is still in use");
+    };
+    let mut s = shared.into_inner().unwrap_or_else(|e| e.into_inner());
+    s.stop();
+    // Quitting the TUI ends the traced command too.
+    s.rec.terminate_command(Duration::from_secs(2));
     let saved = match (&args.output, &res) {
         (Some(out), Ok(())) => {
-            live.meta.procmaps = live.maps.maps();
             let opts = write_options(7, None)?;
-            Some(live.write(out, &opts).map(|_| out.clone()))
+            Some(s.write(out, &opts).map(|_| out.clone()))
         }
         _ => None,
     };
-    live.session.guard.restore()?;
+    s.rec.restore()?;
     signals::set_restorer(None);
     res?;
-    if let Some(s) = saved {
-        eprintln!("tracer-cli: wrote {}", s?.display());
+    if let Some(saved) = saved {
+        eprintln!("tracer-cli: wrote {}", saved?.display());
     }
     Ok(())
 }
