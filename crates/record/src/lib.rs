@@ -16,6 +16,9 @@
 //!   [`MapsTracker`] / [`StackPidScanner`] poll the maps of the other
 //!   processes that matter (`-P` pids, their children, processes seen with
 //!   user stacks in the data);
+//! * [`Extraction`] is the part of a session that applies after the fact
+//!   (`extract`): the buffers drained, the maps of the processes with
+//!   stacks in them;
 //! * [`collect_meta`] / [`write_dat`] build the trace.dat from tracefs's
 //!   metadata and the per-CPU page files.
 //!
@@ -26,6 +29,7 @@ mod cmdlines;
 mod command;
 mod cputime;
 mod events;
+mod extract;
 mod lock;
 mod maps;
 mod output;
@@ -39,6 +43,7 @@ mod tracee;
 pub use cmdlines::Cmdlines;
 pub use command::HeldChild;
 pub use cputime::{process_cpu, thread_cpu};
+pub use extract::Extraction;
 pub use lock::{restore_leftover, InstanceLock};
 pub use maps::{merge_maps, MapsStore, MapsTracker, StackPidScanner};
 pub use output::{

@@ -452,6 +452,14 @@ impl MapsTracker {
         }
     }
 
+    /// Adds the threads of `fs`'s `saved_tgids` (see
+    /// [`MapsTracker::add_saved_tgids`]), when it can be read.
+    pub fn add_saved_tgids_of(&mut self, fs: &Tracefs) {
+        if let Ok(t) = fs.read("saved_tgids") {
+            self.add_saved_tgids(&String::from_utf8_lossy(&t));
+        }
+    }
+
     /// The merged maps of every process seen so far.
     pub fn maps(&self) -> Vec<ProcMap> {
         self.store.maps()

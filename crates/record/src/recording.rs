@@ -352,9 +352,7 @@ impl Recording {
             }
             self.maps.refresh_seen();
         }
-        if let Ok(t) = self.session.fs.read("saved_tgids") {
-            self.maps.add_saved_tgids(&String::from_utf8_lossy(&t));
-        }
+        self.maps.add_saved_tgids_of(&self.session.fs);
         self.lifecycle = Some(self.watch.take().map(ProcWatch::finish).unwrap_or_default());
     }
 

@@ -8,12 +8,13 @@
 //!
 //! The processes with user stacks in the extracted data that are still
 //! alive have their maps read from `/proc` (PROCMAPS, valid for the whole
-//! trace), with the threads of the kernel's `saved_tgids`; nothing more can
-//! be known after the fact on a stock kernel.
+//! trace), with the threads of the kernel's `saved_tgids`, by
+//! `ustack_record::Extraction`, as a recording does at its end; nothing
+//! more can be known after the fact on a stock kernel.
 
 use super::opts::{InstanceSelection, OutputOpts};
 use anyhow::Result;
-use ustack_record::{buffer_data, collect_meta, MapsTracker, StackPidScanner, TempFiles};
+use ustack_record::Extraction;
 use ustack_tracedata::writer::write_trace_dat;
 use ustack_tracefs::Tracefs;
 
@@ -40,45 +41,19 @@ pub fn run(args: Args) -> Result<()> {
     ustack_record::check_output(&args.out.output)?;
     let fs = Tracefs::open()?;
     let insts = args.select.select(&fs)?;
-    let mut temps = Vec::new();
-    let mut buffers = Vec::new();
-    let mut maps = MapsTracker::new(Vec::new());
-    for inst in &insts {
-        let cpus = inst.cpus()?;
-        let (t, files) = TempFiles::create_tagged(&args.out.output, inst.name(), &cpus)?;
-        let mut cpu_files = Vec::new();
-        for ((cpu, path), mut file) in t.0.iter().zip(files) {
-            let mut reader = inst.cpu_reader(*cpu)?;
-            reader.flush_into(&mut file)?;
-            drop(reader);
-            cpu_files.push((*cpu, path.clone(), inst.cpu_stats(*cpu)?));
-        }
-        let paths: Vec<_> = cpu_files.iter().map(|(c, p, _)| (*c, p.clone())).collect();
-        if let Some(mut sc) = StackPidScanner::new(&fs, inst.page_size(), &paths)? {
-            for pid in sc.scan_all() {
-                maps.add_seen(pid);
-            }
-        }
-        buffers.push(buffer_data(inst, &cpu_files)?);
-        temps.push(t);
-    }
+    let mut ex = Extraction::read(&fs, &insts, &args.out.output)?;
     let Some(first) = insts.first() else {
         anyhow::bail!("no instance to extract");
     };
-    // The formats of every event: what was enabled when the data was
-    // written is not known any more.
-    if let Ok(t) = fs.read("saved_tgids") {
-        maps.add_saved_tgids(&String::from_utf8_lossy(&t));
-    }
-    let meta = collect_meta(&fs, first, None, maps.maps())?;
-    let summary = write_trace_dat(&args.out.output, &meta, &buffers, &wopts)?;
-    drop(temps);
+    let meta = ex.meta(&fs, first)?;
+    let summary = write_trace_dat(&args.out.output, &meta, ex.buffers(), &wopts)?;
+    drop(ex);
     if !args.quiet {
         eprintln!(
             "tracer-cli: wrote {} ({} bytes, {} buffer(s))",
             args.out.output.display(),
             summary.file_size,
-            buffers.len()
+            insts.len()
         );
     }
     Ok(())
