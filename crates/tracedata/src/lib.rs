@@ -7,7 +7,9 @@
 //! - [`page`] decodes one ring-buffer page as read from `trace_pipe_raw`;
 //! - [`procmaps`] parses and writes process memory maps (`/proc/PID/maps`
 //!   text, PROCMAPS options);
-//! - [`record`] gives typed access to the fields of one event;
+//! - [`record`] gives typed access to the fields of one event, by name;
+//! - [`field`] resolves a field once from its format ([`FieldRef`]) for code
+//!   that reads it in many records;
 //! - [`stats`] parses the per-CPU ring-buffer counters (`per_cpu/cpuN/stats`, CPUSTAT);
 //! - [`clock`] reads the time base of a file (TRACECLOCK, DATE, OFFSET);
 //! - [`dat`] holds the trace.dat constants shared by the reader and the writer;
@@ -45,6 +47,7 @@ pub mod clock;
 pub mod compress;
 pub mod dat;
 pub mod error;
+pub mod field;
 pub mod format;
 pub mod header;
 pub mod limits;
@@ -56,6 +59,7 @@ pub mod stats;
 pub mod writer;
 
 pub use error::{Error, Result};
+pub use field::FieldRef;
 pub use format::{EventFormat, Field, FieldKind};
 pub use procmaps::{LibMap, MapsAt, MapsKind, ProcMap};
 pub use reader::{Buffer, CpuCursor, Item, TraceFile};

@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
+use crate::field::uint_le;
 use crate::format::{EventFormat, Field, FieldKind};
 
 /// One event: where and when it happened and its raw payload.
@@ -127,7 +128,7 @@ impl<'a> Record<'a> {
             )));
         }
         let b = self.slice(fmt, f, f.offset, f.size)?;
-        read_uint(b)
+        uint_le(b)
             .ok_or_else(|| Error::field(format!("field {name} has unsupported size {}", f.size)))
     }
 
@@ -161,20 +162,9 @@ impl<'a> Record<'a> {
             )));
         }
         Ok(b.chunks_exact(es)
-            .map(|c| read_uint(c).unwrap_or(0))
+            .map(|c| uint_le(c).unwrap_or(0))
             .collect())
     }
-}
-
-#[inline]
-fn read_uint(b: &[u8]) -> Option<u64> {
-    Some(match b.len() {
-        1 => u64::from(b[0]),
-        2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
-        4 => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-        8 => u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
-        _ => return None,
-    })
 }
 
 #[cfg(test)]
