@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use ustack_symbolize::procfs;
 use ustack_tracedata::writer::{LibMap, ProcMap};
+use ustack_tracedata::{FieldRef, Record};
 use ustack_tracefs::Tracefs;
 
 /// Merges a snapshot of one process's maps into what is known of it.
@@ -478,8 +479,8 @@ impl MapsTracker {
 /// at the `user_stack` / `user_unwind_*` events.
 pub struct StackPidScanner {
     files: Vec<(File, u64)>,
-    /// The stack events: event id -> offset of its `common_pid` (an `int`).
-    ids: HashMap<u16, usize>,
+    /// The stack events: event id -> its `common_pid` (an `int`).
+    ids: HashMap<u16, FieldRef>,
     header: ustack_tracedata::header::HeaderPage,
     page_size: u64,
 }
@@ -504,8 +505,8 @@ impl StackPidScanner {
             let Ok(f) = ustack_tracedata::format::EventFormat::parse("ftrace", &text) else {
                 continue;
             };
-            if let Some(pid) = f.field("common_pid").filter(|p| p.size == 4) {
-                ids.insert(f.id, pid.offset);
+            if let Some(pid) = FieldRef::of(&f, "common_pid").filter(|p| p.size() == 4) {
+                ids.insert(f.id, pid);
             }
         }
         if ids.is_empty() {
@@ -590,10 +591,9 @@ impl StackPidScanner {
 }
 
 /// The pid of a stack event (one of `ids`), if `data` is one.
-fn stack_pid(ids: &HashMap<u16, usize>, data: &[u8]) -> Option<u32> {
-    let id = u16::from_le_bytes(data.get(..2)?.try_into().ok()?);
-    let off = *ids.get(&id)?;
-    let pid = i32::from_le_bytes(data.get(off..off + 4)?.try_into().ok()?);
+fn stack_pid(ids: &HashMap<u16, FieldRef>, data: &[u8]) -> Option<u32> {
+    let id = Record::new(0, 0, data).common_type()?;
+    let pid = ids.get(&id)?.i64(data)?;
     (pid > 0).then_some(pid as u32)
 }
 

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::header::HeaderPage;
 use ustack_tracedata::page::Page;
+use ustack_tracedata::{FieldRef, Record};
 use ustack_tracefs::{EventId, Guard, Instance, Marker, PageReader, Tracefs};
 
 /// `CLONE_THREAD` of `task_newtask`'s `clone_flags`.
@@ -123,20 +124,24 @@ impl Stamper {
     }
 }
 
-/// Field offsets of the events read.
+/// The fields of the events read, resolved from their formats.
 #[derive(Debug, Default)]
 struct Layout {
-    exec: Option<(u16, usize)>,
+    /// `sched_process_exec`: id, `pid`.
+    exec: Option<(u16, FieldRef)>,
     /// `syscalls:sys_enter_execve` and `sys_enter_execveat`.
     exec_start: Vec<u16>,
-    newtask: Option<(u16, usize, usize)>,
+    /// `task_newtask`: id, `pid`, `clone_flags`.
+    newtask: Option<(u16, FieldRef, FieldRef)>,
     /// The `comm` of `task_newtask`.
-    newtask_comm: Option<usize>,
+    newtask_comm: Option<FieldRef>,
     /// `task_rename`: id, `pid` (absent on kernels that log the current
     /// task only) and `newcomm`.
-    rename: Option<(u16, Option<usize>, usize)>,
-    exit: Option<(u16, usize, Option<usize>)>,
-    print: Option<(u16, usize)>,
+    rename: Option<(u16, Option<FieldRef>, FieldRef)>,
+    /// `sched_process_exit`: id, `pid`, `group_dead` (absent on old kernels).
+    exit: Option<(u16, FieldRef, Option<FieldRef>)>,
+    /// `ftrace:print`: id, `buf`.
+    print: Option<(u16, FieldRef)>,
 }
 
 /// The private instance and its readers.
@@ -162,7 +167,7 @@ impl ProcWatch {
         let format = |sys: &str, ev: &str| -> Option<EventFormat> {
             EventFormat::parse(sys, &fs.event_format(sys, ev).ok()?).ok()
         };
-        let off = |f: &EventFormat, name: &str| f.field(name).map(|x| x.offset);
+        let off = FieldRef::of;
         let enable = |sys: &str, ev: &str| -> Result<Option<EventFormat>> {
             let Some(f) = format(sys, ev) else {
                 return Ok(None);
@@ -292,16 +297,13 @@ impl ProcEvent {
     }
 }
 
-fn u32_at(d: &[u8], off: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(d.get(off..off + 4)?.try_into().ok()?))
+fn u32_of(d: &[u8], f: FieldRef) -> Option<u32> {
+    f.u64(d).map(|v| v as u32)
 }
 
-fn u64_at(d: &[u8], off: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(d.get(off..off + 8)?.try_into().ok()?))
-}
-
-fn comm_at(d: &[u8], off: usize) -> Option<[u8; 16]> {
-    d.get(off..off + 16)?.try_into().ok()
+/// A kernel `comm` array (`TASK_COMM_LEN`, 16 bytes).
+fn comm_of(d: &[u8], f: FieldRef) -> Option<[u8; 16]> {
+    f.inline(d)?.get(..16)?.try_into().ok()
 }
 
 /// Decodes one event of the private instance into `out`, when it is one
@@ -311,18 +313,19 @@ fn decode(l: &Layout, ts: u64, d: &[u8], out: &mut Vec<ProcEvent>) {
         return;
     };
     out.push(e);
-    if let (ProcEvent::NewTask { child: pid, .. }, Some(off)) = (e, l.newtask_comm) {
-        out.extend(comm_at(d, off).map(|comm| ProcEvent::Comm { ts, pid, comm }));
+    if let (ProcEvent::NewTask { child: pid, .. }, Some(f)) = (e, l.newtask_comm) {
+        out.extend(comm_of(d, f).map(|comm| ProcEvent::Comm { ts, pid, comm }));
     }
 }
 
 fn decode_one(l: &Layout, ts: u64, d: &[u8]) -> Option<ProcEvent> {
-    let id = u16::from_le_bytes(d.get(..2)?.try_into().ok()?);
-    let common_pid = u32_at(d, 4)?;
+    let rec = Record::new(0, ts, d);
+    let id = rec.common_type()?;
+    let common_pid = rec.common_pid()? as u32;
     if let Some((_, pid)) = l.exec.filter(|e| e.0 == id) {
         return Some(ProcEvent::Exec {
             ts,
-            pid: u32_at(d, pid)?,
+            pid: u32_of(d, pid)?,
         });
     }
     if l.exec_start.contains(&id) {
@@ -335,31 +338,31 @@ fn decode_one(l: &Layout, ts: u64, d: &[u8]) -> Option<ProcEvent> {
         return Some(ProcEvent::NewTask {
             ts,
             parent: common_pid,
-            child: u32_at(d, pid)?,
-            thread: u64_at(d, flags)? & CLONE_THREAD != 0,
+            child: u32_of(d, pid)?,
+            thread: flags.u64(d)? & CLONE_THREAD != 0,
         });
     }
     if let Some((_, pid, comm)) = l.rename.filter(|e| e.0 == id) {
         return Some(ProcEvent::Comm {
             ts,
             pid: match pid {
-                Some(o) => u32_at(d, o)?,
+                Some(f) => u32_of(d, f)?,
                 None => common_pid,
             },
-            comm: comm_at(d, comm)?,
+            comm: comm_of(d, comm)?,
         });
     }
     if let Some((_, pid, dead)) = l.exit.filter(|e| e.0 == id) {
         // Without group_dead (old kernels) every exit counts.
-        let group_dead = dead.is_none_or(|o| d.get(o).is_some_and(|&b| b != 0));
+        let group_dead =
+            dead.is_none_or(|f| f.inline(d).and_then(|b| b.first()).is_some_and(|&b| b != 0));
         return group_dead.then_some(ProcEvent::Exit {
             ts,
-            pid: u32_at(d, pid)?,
+            pid: u32_of(d, pid)?,
         });
     }
     let (_, buf) = l.print.filter(|e| e.0 == id)?;
-    let text = d.get(buf..)?;
-    let text = &text[..text.iter().position(|&b| b == 0).unwrap_or(text.len())];
+    let text = buf.cstr(d)?;
     let rest = std::str::from_utf8(text)
         .ok()?
         .trim_end()
@@ -404,15 +407,38 @@ pub fn read_times(events: &[ProcEvent]) -> HashMap<u64, (u64, u64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ustack_tracedata::{Field, FieldKind};
+
+    fn field(offset: usize, size: usize, kind: FieldKind) -> FieldRef {
+        let f = Field {
+            name: String::new(),
+            type_name: "int".into(),
+            offset,
+            size,
+            signed: false,
+            kind,
+        };
+        FieldRef::new(&f, 8)
+    }
+
+    /// A scalar of `size` bytes at `offset`.
+    fn num(offset: usize, size: usize) -> FieldRef {
+        field(offset, size, FieldKind::Scalar)
+    }
+
+    /// `char name[n]` at `offset` (`n` = 0: up to the end of the record).
+    fn chars(offset: usize, n: usize) -> FieldRef {
+        field(offset, n, FieldKind::Array { count: n })
+    }
 
     #[test]
     fn events_decode_by_layout() {
         let l = Layout {
-            exec: Some((1, 12)),
+            exec: Some((1, num(12, 4))),
             exec_start: vec![6, 7],
-            newtask: Some((2, 8, 32)),
-            exit: Some((3, 24, Some(32))),
-            print: Some((4, 16)),
+            newtask: Some((2, num(8, 4), num(32, 8))),
+            exit: Some((3, num(24, 4), Some(num(32, 1)))),
+            print: Some((4, chars(16, 0))),
             ..Layout::default()
         };
         let mut d = vec![0u8; 48];
@@ -495,9 +521,9 @@ mod tests {
     #[test]
     fn new_tasks_and_renames_give_command_names() {
         let l = Layout {
-            newtask: Some((2, 8, 32)),
-            newtask_comm: Some(12),
-            rename: Some((6, Some(8), 28)),
+            newtask: Some((2, num(8, 4), num(32, 8))),
+            newtask_comm: Some(chars(12, 16)),
+            rename: Some((6, Some(num(8, 4)), chars(28, 16))),
             ..Layout::default()
         };
         let mut newtask = vec![0u8; 48];
@@ -538,7 +564,7 @@ mod tests {
         assert_eq!(last_comms(&ev), HashMap::from([(78, comm("worker"))]));
         // Kernels whose task_rename has no pid name the current task.
         let l = Layout {
-            rename: Some((6, None, 28)),
+            rename: Some((6, None, chars(28, 16))),
             ..l
         };
         let mut ev = Vec::new();
