@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use ustack_tracedata::format::{EventFormat, FieldKind};
 use ustack_tracedata::reader::Item;
-use ustack_tracedata::Record;
+use ustack_tracedata::{FieldRef, Record};
 
 use crate::mappings::{KernelMaps, MappingFormat};
 use crate::stitcher::{Input, Stitched, Stitcher};
@@ -203,10 +203,10 @@ impl SpecialEvents {
 /// number of entries). 32-bit kernels use 4-byte words; an all-ones word
 /// becomes `u64::MAX`.
 fn stack_words(rec: &Record<'_>, f: &EventFormat, name: &str, out: &mut Vec<u64>) -> bool {
-    let Some(field) = f.field(name) else {
+    let Some(field) = FieldRef::of(f, name) else {
         return false;
     };
-    if matches!(field.kind, FieldKind::DataLoc | FieldKind::RelLoc) {
+    if matches!(field.kind(), FieldKind::DataLoc | FieldKind::RelLoc) {
         return match rec.u64_array_field(f, name) {
             Ok(v) => {
                 *out = v;
@@ -215,27 +215,15 @@ fn stack_words(rec: &Record<'_>, f: &EventFormat, name: &str, out: &mut Vec<u64>
             Err(_) => false,
         };
     }
-    let ws = if f.long_size == 4 { 4 } else { 8 };
-    let Some(bytes) = rec.data.get(field.offset.min(rec.data.len())..) else {
-        return false;
-    };
-    let max = match field.kind {
-        FieldKind::Array { count } if count > 0 => count,
-        _ => usize::MAX,
-    };
     out.clear();
-    for w in bytes.chunks_exact(ws).take(max) {
-        out.push(if ws == 4 {
-            let v = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-            if v == u32::MAX {
-                u64::MAX
-            } else {
-                u64::from(v)
-            }
+    let narrow = field.elem_size() == 4;
+    out.extend(field.inline_elems(rec.data).map(|w| {
+        if narrow && w == u64::from(u32::MAX) {
+            u64::MAX
         } else {
-            u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]])
-        });
-    }
+            w
+        }
+    }));
     true
 }
 
@@ -594,19 +582,11 @@ pub fn fields_text(fmt: &EventFormat, rec: &Record<'_>) -> String {
             // Stack arrays are declared with 8 slots but sized by their
             // entries: read what the record holds.
             let v = rec.u64_array_field(fmt, &f.name).or_else(|e| match f.kind {
-                FieldKind::Array { .. } => {
-                    let es = f.elem_size(fmt.long_size).max(1);
-                    let start = f.offset.min(rec.data.len());
-                    let end = f.offset.saturating_add(f.size).min(rec.data.len());
-                    Ok(rec.data[start..end]
-                        .chunks_exact(es)
-                        .map(|c| {
-                            let mut b = [0u8; 8];
-                            b[..es.min(8)].copy_from_slice(&c[..es.min(8)]);
-                            u64::from_le_bytes(b)
-                        })
-                        .collect())
-                }
+                FieldKind::Array { count: 1.. } => Ok(FieldRef::new(f, fmt.long_size)
+                    .inline_elems(rec.data)
+                    .collect()),
+                // A trailing array of elements of no integer size.
+                FieldKind::Array { count: 0 } => Ok(Vec::new()),
                 _ => Err(e),
             });
             match v {
