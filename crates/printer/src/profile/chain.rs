@@ -4,6 +4,7 @@
 //! (then the count) below them, as trace-cmd 3.1.6 draws them.
 
 use std::io::{self, Write};
+use ustack_tracedata::field::word_at;
 
 /// One distinct kernel stack of an event and what was timed with it.
 #[derive(Debug, Clone, Default)]
@@ -79,16 +80,7 @@ impl Frames<'_> {
     /// The frame of stack `i` at `level`, or `None` past its end or at the
     /// end marker.
     fn at(&self, i: usize, level: usize) -> Option<u64> {
-        let c = &self.stacks[i].caller;
-        if (self.long * level) as i64 > c.len() as i64 - self.long as i64 {
-            return None;
-        }
-        let b = &c[self.long * level..self.long * (level + 1)];
-        let v = if self.long == 8 {
-            u64::from_le_bytes(b.try_into().expect("8 bytes"))
-        } else {
-            u64::from(u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        };
+        let v = word_at(&self.stacks[i].caller, level, self.long)?;
         (v != self.stop).then_some(v)
     }
 

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use anyhow::Result;
 use ustack_tracedata::{EventFormat, TraceFile};
 
-use super::state::{EventData, Fld, Handler, Kind, Label, Profile, Task};
+use super::state::{field, need_field, EventData, Handler, Kind, Label, Profile, Task};
 use super::ProfileOptions;
 
 impl Profile {
@@ -65,21 +65,21 @@ impl Profile {
         let stack = add(&mut p, "ftrace", "kernel_stack", Kind::Other);
         if let Some(s) = stack {
             p.events[s].handler = Handler::Stack;
-            let c = Fld::need(f("ftrace", "kernel_stack").expect("added"), "caller")?;
+            let c = need_field(f("ftrace", "kernel_stack").expect("added"), "caller")?;
             p.events[s].data_field = Some(c);
             p.stack_caller = Some(c);
         }
         if let Some(e) = exec {
             p.events[e].handler = Handler::ProcessExec;
             p.events[e].data_field =
-                Fld::of(f("sched", "sched_process_exec").expect("added"), "old_pid");
+                field(f("sched", "sched_process_exec").expect("added"), "old_pid");
         }
         if let Some(s) = switch {
             let fmt = f("sched", "sched_switch").expect("added");
             p.events[s].handler = Handler::SchedSwitch;
-            p.events[s].data_field = Some(Fld::need(fmt, "prev_state")?);
-            p.prev_comm = Some(Fld::need(fmt, "prev_comm")?);
-            p.next_comm = Some(Fld::need(fmt, "next_comm")?);
+            p.events[s].data_field = Some(need_field(fmt, "prev_state")?);
+            p.prev_comm = Some(need_field(fmt, "prev_comm")?);
+            p.next_comm = Some(need_field(fmt, "next_comm")?);
             p.events[s].label = Label::SchedSwitch;
         }
         if let (Some(s), Some(w)) = (switch, wakeup) {
@@ -87,8 +87,8 @@ impl Profile {
             p.mate(file, w, Some("pid"), "pid", s, "prev_pid", true, false)?;
             let fmt = f("sched", "sched_wakeup").expect("added");
             p.events[w].handler = Handler::Wakeup;
-            p.events[w].data_field = Fld::of(fmt, "success");
-            p.wakeup_comm = Some(Fld::need(fmt, "comm")?);
+            p.events[w].data_field = field(fmt, "success");
+            p.wakeup_comm = Some(need_field(fmt, "comm")?);
         }
         if let (Some(a), Some(b)) = (irq_entry, irq_exit) {
             p.mate(file, a, None, "irq", b, "irq", false, opts.global)?;
@@ -115,7 +115,7 @@ impl Profile {
         }
         if let Some(fmt) = f("ftrace", "function") {
             let e = p.add_event(fmt, Kind::Func);
-            p.events[e].data_field = Fld::of(fmt, "ip");
+            p.events[e].data_field = field(fmt, "ip");
         }
         // trace-cmd prepends each -H to its list.
         for h in opts.hooks.iter().rev() {
@@ -194,9 +194,9 @@ impl Profile {
                 .expect("events come from formats")
         };
         let (sf, ef) = (fmt(s), fmt(e));
-        let pid_field = pid.map(|n| Fld::need(sf, n)).transpose()?;
-        let end_match = Fld::need(sf, end_match)?;
-        let start_match = Fld::need(ef, start_match)?;
+        let pid_field = pid.map(|n| need_field(sf, n)).transpose()?;
+        let end_match = need_field(sf, end_match)?;
+        let start_match = need_field(ef, start_match)?;
         let ev = &mut self.events;
         ev[s].end = Some(e);
         ev[e].start = Some(s);

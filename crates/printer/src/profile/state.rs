@@ -11,56 +11,33 @@
 use std::collections::HashMap;
 
 use anyhow::{bail, Result};
-use ustack_tracedata::{EventFormat, Record, TraceFile};
+use ustack_tracedata::field::until_nul;
+use ustack_tracedata::{EventFormat, FieldRef, Record, TraceFile};
 
 use super::chain::Stack;
 
-/// A numeric field: trace-cmd reads those of 1, 2, 4 or 8 bytes.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Fld {
-    pub(super) offset: usize,
-    pub(super) size: usize,
+/// The non-common field `name` of `f`. Numeric fields are read raw, as
+/// trace-cmd reads them: 1, 2, 4 or 8 bytes, zero-extended
+/// ([`FieldRef::u64`]).
+pub(super) fn field(f: &EventFormat, name: &str) -> Option<FieldRef> {
+    f.fields
+        .iter()
+        .find(|x| x.name == name && !x.name.starts_with("common_"))
+        .map(|x| FieldRef::new(x, f.long_size))
 }
 
-impl Fld {
-    /// The non-common field `name` of `f`.
-    pub(super) fn of(f: &EventFormat, name: &str) -> Option<Fld> {
-        f.fields
-            .iter()
-            .find(|x| x.name == name && !x.name.starts_with("common_"))
-            .map(|x| Fld {
-                offset: x.offset,
-                size: x.size,
-            })
+/// [`field`], an error naming the event when it has no such field.
+pub(super) fn need_field(f: &EventFormat, name: &str) -> Result<FieldRef> {
+    match field(f, name) {
+        Some(x) => Ok(x),
+        None => bail!("Event: {} does not have field {name}", f.name),
     }
+}
 
-    /// [`Fld::of`], an error naming the event when it has no such field.
-    pub(super) fn need(f: &EventFormat, name: &str) -> Result<Fld> {
-        match Fld::of(f, name) {
-            Some(x) => Ok(x),
-            None => bail!("Event: {} does not have field {name}", f.name),
-        }
-    }
-
-    fn read(self, data: &[u8]) -> Option<u64> {
-        let b = data.get(self.offset..self.offset + self.size)?;
-        Some(match self.size {
-            1 => u64::from(b[0]),
-            2 => u64::from(u16::from_le_bytes([b[0], b[1]])),
-            4 => u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            8 => u64::from_le_bytes(b.try_into().ok()?),
-            _ => return None,
-        })
-    }
-
-    /// A `char[]` field as C prints it: up to the first NUL.
-    fn text(self, data: &[u8]) -> String {
-        let b = data
-            .get(self.offset..self.offset + self.size)
-            .unwrap_or(&[]);
-        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
-        String::from_utf8_lossy(&b[..end]).into_owned()
-    }
+/// A `char[]` field as C prints it: its inline bytes up to the first NUL.
+fn text(f: FieldRef, data: &[u8]) -> String {
+    let b = f.inline(data).unwrap_or(&[]);
+    String::from_utf8_lossy(until_nul(b)).into_owned()
 }
 
 /// What an event is to the profile.
@@ -106,12 +83,12 @@ pub(super) struct EventData {
     pub(super) start: Option<usize>,
     /// The end event of the pair this one starts.
     pub(super) end: Option<usize>,
-    pub(super) pid_field: Option<Fld>,
+    pub(super) pid_field: Option<FieldRef>,
     /// (end event) the field compared with the start's value.
-    pub(super) start_match: Option<Fld>,
+    pub(super) start_match: Option<FieldRef>,
     /// (start event) the value an end must match.
-    pub(super) end_match: Option<Fld>,
-    pub(super) data_field: Option<Fld>,
+    pub(super) end_match: Option<FieldRef>,
+    pub(super) data_field: Option<FieldRef>,
     pub(super) migrate: bool,
     pub(super) global: bool,
 }
@@ -206,10 +183,10 @@ pub struct Profile {
     pub(super) starts: Vec<Option<Start>>,
     pub(super) global_task: usize,
     pub(super) percpu: Vec<usize>,
-    pub(super) wakeup_comm: Option<Fld>,
-    pub(super) prev_comm: Option<Fld>,
-    pub(super) next_comm: Option<Fld>,
-    pub(super) stack_caller: Option<Fld>,
+    pub(super) wakeup_comm: Option<FieldRef>,
+    pub(super) prev_comm: Option<FieldRef>,
+    pub(super) next_comm: Option<FieldRef>,
+    pub(super) stack_caller: Option<FieldRef>,
     pub(super) serial: u64,
     pub(super) long: usize,
     pub(super) by_comm: bool,
@@ -234,10 +211,7 @@ impl Profile {
             .fields
             .iter()
             .find(|f| !f.name.starts_with("common_"))
-            .map(|f| Fld {
-                offset: f.offset,
-                size: f.size,
-            });
+            .map(|f| FieldRef::new(f, fmt.long_size));
         Some(e)
     }
 
@@ -280,7 +254,7 @@ impl Profile {
             Handler::ProcessExec => {
                 let pid = self.events[ed]
                     .data_field
-                    .and_then(|f| f.read(r.data))
+                    .and_then(|f| f.u64(r.data))
                     .unwrap_or(pid);
                 let t = self.task(pid as i32);
                 self.tasks[t].comm = None;
@@ -381,7 +355,7 @@ impl Profile {
                 .copied()
                 .unwrap_or(self.global_task);
         }
-        let pid = e.pid_field.and_then(|f| f.read(r.data)).unwrap_or(pid);
+        let pid = e.pid_field.and_then(|f| f.u64(r.data)).unwrap_or(pid);
         self.task(pid as i32)
     }
 
@@ -389,7 +363,7 @@ impl Profile {
         let t = self.event_task(ed, r, pid);
         let val = self.events[ed]
             .start_match
-            .and_then(|f| f.read(r.data))
+            .and_then(|f| f.u64(r.data))
             .unwrap_or(0);
         let key = self.close(t, self.events[ed].start, ts, val);
         self.tasks[t].last_start = None;
@@ -401,7 +375,7 @@ impl Profile {
         let t = self.event_task(ed, r, pid);
         let val = self.events[ed]
             .end_match
-            .and_then(|f| f.read(r.data))
+            .and_then(|f| f.u64(r.data))
             .unwrap_or(0);
         let s = self.add_start(t, ed, r, ts, val, val);
         self.tasks[t].last_start = Some(s);
@@ -430,11 +404,11 @@ impl Profile {
         task.last_event = None;
         let (pid_field, data_field) = (self.events[ed].pid_field, self.events[ed].data_field);
         if let Some(f) = pid_field {
-            let other = self.task(f.read(r.data).unwrap_or(pid) as i32);
+            let other = self.task(f.u64(r.data).unwrap_or(pid) as i32);
             self.tasks[t].proxy = Some(other);
             t = other;
         }
-        let val = data_field.and_then(|f| f.read(r.data)).unwrap_or(0);
+        let val = data_field.and_then(|f| f.u64(r.data)).unwrap_or(0);
         let key = (ed, val, val);
         self.tasks[t].events.entry(key).or_default().count += 1;
         self.tasks[t].last_event = Some(key);
@@ -442,14 +416,14 @@ impl Profile {
 
     fn sched_switch(&mut self, ed: usize, r: &Record<'_>, ts: u64) {
         let e = &self.events[ed];
-        let read = |f: Option<Fld>| f.and_then(|f| f.read(r.data)).unwrap_or(0);
+        let read = |f: Option<FieldRef>| f.and_then(|f| f.u64(r.data)).unwrap_or(0);
         let prev_pid = read(e.pid_field);
         let prev_state = read(e.data_field) & 1023;
         let next_pid = read(e.end_match);
         let wakeup = e.start;
         let t = self.task(prev_pid as i32);
         if self.tasks[t].comm.is_none() {
-            self.tasks[t].comm = self.prev_comm.map(|f| f.text(r.data));
+            self.tasks[t].comm = self.prev_comm.map(|f| text(f, r.data));
         }
         self.tasks[t].sleeping = prev_state != 0;
         let s = self.add_start(t, ed, r, ts, prev_pid, prev_state);
@@ -457,7 +431,7 @@ impl Profile {
         self.tasks[t].last_event = None;
         let n = self.task(next_pid as i32);
         if self.tasks[n].comm.is_none() {
-            self.tasks[n].comm = self.next_comm.map(|f| f.text(r.data));
+            self.tasks[n].comm = self.next_comm.map(|f| text(f, r.data));
         }
         // Blocked: its wakeup; preempted: its switch out.
         self.close(n, wakeup, ts, next_pid);
@@ -468,15 +442,15 @@ impl Profile {
         let proxy = self.task(pid as i32);
         let e = &self.events[ed];
         if let Some(f) = e.data_field {
-            if f.read(r.data) == Some(0) {
+            if f.u64(r.data) == Some(0) {
                 return;
             }
         }
-        let woken = e.pid_field.and_then(|f| f.read(r.data)).unwrap_or(pid);
+        let woken = e.pid_field.and_then(|f| f.u64(r.data)).unwrap_or(pid);
         let switch = e.start;
         let t = self.task(woken as i32);
         if self.tasks[t].comm.is_none() {
-            self.tasks[t].comm = self.wakeup_comm.map(|f| f.text(r.data));
+            self.tasks[t].comm = self.wakeup_comm.map(|f| text(f, r.data));
         }
         if !self.tasks[t].sleeping {
             let p = &mut self.tasks[proxy];
@@ -502,7 +476,7 @@ impl Profile {
         if let Some(p) = proxy {
             t = p;
         }
-        let off = self.events[ed].data_field.map_or(0, |f| f.offset);
+        let off = self.events[ed].data_field.map_or(0, |f| f.offset());
         let caller = r.data.get(off..).unwrap_or(&[]);
         if self.tasks[t].last_start.is_none() && self.tasks[t].last_event.is_none() {
             // Kept for a function graph entry that may follow.
