@@ -17,21 +17,57 @@ use crate::mappings::{KernelMaps, MappingFormat};
 use crate::stitcher::{Input, Stitched, Stitcher};
 
 /// The events the stitcher treats specially, found by name in a file's
-/// formats.
+/// formats, each with the fields it reads of them resolved once.
 #[derive(Debug, Clone, Default)]
 pub struct SpecialEvents {
-    cookie: Option<EventFormat>,
-    page_cookie: Option<EventFormat>,
-    unwind_stack: Option<EventFormat>,
-    syscall: Option<EventFormat>,
-    user_stack: Option<EventFormat>,
-    kernel_stack: Option<EventFormat>,
+    cookie: Option<Special>,
+    page_cookie: Option<Special>,
+    unwind_stack: Option<Special>,
+    syscall: Option<Special>,
+    user_stack: Option<Special>,
+    kernel_stack: Option<Special>,
     /// `user_unwind_stack_snapshot`: a stack entry that also holds the
     /// user registers and stack bytes of its kernel entry.
-    stack_snapshot: Option<EventFormat>,
+    stack_snapshot: Option<Special>,
     /// Ids of the `ftrace` system's other records (`print`, `function`...):
     /// they never ask for a stack.
     unrequested: Vec<u16>,
+}
+
+/// One special event: its format and the fields the stitcher reads.
+#[derive(Debug, Clone)]
+struct Special {
+    fmt: EventFormat,
+    /// `cookie`, when a scalar.
+    cookie: Option<FieldRef>,
+    /// The frames: `stack` of the deferred stack entries, `caller` of the
+    /// stock stack events.
+    frames: Option<FieldRef>,
+    /// `prev` and `links` (kernels since kernel-patch tracing/0013), and
+    /// `size` (`kernel_stack`), when scalars.
+    prev: Option<FieldRef>,
+    links: Option<FieldRef>,
+    size: Option<FieldRef>,
+}
+
+impl Special {
+    fn new(fmt: &EventFormat) -> Special {
+        // Record::u64_field reads scalars only: a field of another shape
+        // does not decode.
+        let scalar = |name| FieldRef::of(fmt, name).filter(|f| f.kind() == FieldKind::Scalar);
+        let frames = match fmt.name.as_str() {
+            "user_stack" | "kernel_stack" => "caller",
+            _ => "stack",
+        };
+        Special {
+            cookie: scalar("cookie"),
+            frames: FieldRef::of(fmt, frames),
+            prev: scalar("prev"),
+            links: scalar("links"),
+            size: scalar("size"),
+            fmt: fmt.clone(),
+        }
+    }
 }
 
 impl SpecialEvents {
@@ -58,7 +94,7 @@ impl SpecialEvents {
                     continue;
                 }
             };
-            *slot = Some(f.clone());
+            *slot = Some(Special::new(f));
         }
         s.unrequested.sort_unstable();
         s
@@ -75,11 +111,11 @@ impl SpecialEvents {
 
     /// The format of `user_unwind_stack_snapshot`, when the file has it.
     pub fn stack_snapshot(&self) -> Option<&EventFormat> {
-        self.stack_snapshot.as_ref()
+        self.stack_snapshot.as_ref().map(|s| &s.fmt)
     }
 
-    fn is(f: &Option<EventFormat>, id: u16) -> Option<&EventFormat> {
-        f.as_ref().filter(|f| f.id == id)
+    fn is(f: &Option<Special>, id: u16) -> Option<&Special> {
+        f.as_ref().filter(|f| f.fmt.id == id)
     }
 
     /// Maps one record to a stitcher input. Stacks are decoded into
@@ -96,9 +132,10 @@ impl SpecialEvents {
             return plain;
         };
         scratch.clear();
-        let cookie = |f: &EventFormat| rec.u64_field(f, "cookie").ok();
-        if let Some(f) = Self::is(&self.cookie, id) {
-            return cookie(f).map_or(plain, |cookie| Input::Cookie {
+        let data = rec.data;
+        let cookie = |s: &Special| s.cookie?.u64(data);
+        if let Some(s) = Self::is(&self.cookie, id) {
+            return cookie(s).map_or(plain, |cookie| Input::Cookie {
                 seq,
                 cpu,
                 ts,
@@ -106,8 +143,8 @@ impl SpecialEvents {
                 cookie,
             });
         }
-        if let Some(f) = Self::is(&self.page_cookie, id) {
-            return cookie(f).map_or(plain, |cookie| Input::PageCookie {
+        if let Some(s) = Self::is(&self.page_cookie, id) {
+            return cookie(s).map_or(plain, |cookie| Input::PageCookie {
                 seq,
                 cpu,
                 ts,
@@ -115,8 +152,8 @@ impl SpecialEvents {
                 cookie,
             });
         }
-        if let Some(f) = Self::is(&self.syscall, id) {
-            return cookie(f).map_or(plain, |cookie| Input::EventCookie {
+        if let Some(s) = Self::is(&self.syscall, id) {
+            return cookie(s).map_or(plain, |cookie| Input::EventCookie {
                 seq,
                 cpu,
                 ts,
@@ -124,21 +161,17 @@ impl SpecialEvents {
                 cookie,
             });
         }
-        if let Some(f) =
+        if let Some(s) =
             Self::is(&self.unwind_stack, id).or_else(|| Self::is(&self.stack_snapshot, id))
         {
-            let (Ok(cookie), Ok(stack)) =
-                (rec.u64_field(f, "cookie"), rec.u64_array_field(f, "stack"))
+            let (Some(cookie), Some(stack)) = (cookie(s), s.frames.and_then(|f| f.array(data)))
             else {
                 return plain;
             };
-            *scratch = stack;
+            scratch.extend(stack);
             // Kernels before links (kernel-patch tracing/0013) have neither field.
-            let field = |name| match f.field(name) {
-                Some(_) => rec.u64_field(f, name).unwrap_or(0),
-                None => 0,
-            };
-            let (prev, links) = (field("prev"), field("links") != 0);
+            let field = |f: Option<FieldRef>| f.and_then(|f| f.u64(data)).unwrap_or(0);
+            let (prev, links) = (field(s.prev), field(s.links) != 0);
             return Input::UserStack {
                 seq,
                 cpu,
@@ -150,8 +183,8 @@ impl SpecialEvents {
                 stack: scratch,
             };
         }
-        if let Some(f) = Self::is(&self.user_stack, id) {
-            if !stack_words(rec, f, "caller", scratch) {
+        if let Some(s) = Self::is(&self.user_stack, id) {
+            if !stack_words(s.frames, data, scratch) {
                 return plain;
             }
             // Unused slots of the fixed array are zero.
@@ -168,13 +201,13 @@ impl SpecialEvents {
                 stack: scratch,
             };
         }
-        if let Some(f) = Self::is(&self.kernel_stack, id) {
-            if !stack_words(rec, f, "caller", scratch) {
+        if let Some(s) = Self::is(&self.kernel_stack, id) {
+            if !stack_words(s.frames, data, scratch) {
                 return plain;
             }
             // `size` is the number of entries; the record may be shorter
             // than the declared array, and -1 ends the stack.
-            if let Ok(size) = rec.u64_field(f, "size") {
+            if let Some(size) = s.size.and_then(|f| f.u64(data)) {
                 scratch.truncate(size as usize);
             }
             let n = scratch
@@ -200,24 +233,24 @@ impl SpecialEvents {
 
 /// Reads the words of an inline `unsigned long caller[N]` array that may be
 /// cut short by the record length (the kernel sizes stack records by the
-/// number of entries). 32-bit kernels use 4-byte words; an all-ones word
-/// becomes `u64::MAX`.
-fn stack_words(rec: &Record<'_>, f: &EventFormat, name: &str, out: &mut Vec<u64>) -> bool {
-    let Some(field) = FieldRef::of(f, name) else {
+/// number of entries), or of a `__data_loc` array. 32-bit kernels use
+/// 4-byte words; an all-ones word of an inline array becomes `u64::MAX`.
+fn stack_words(field: Option<FieldRef>, data: &[u8], out: &mut Vec<u64>) -> bool {
+    let Some(field) = field else {
         return false;
     };
+    out.clear();
     if matches!(field.kind(), FieldKind::DataLoc | FieldKind::RelLoc) {
-        return match rec.u64_array_field(f, name) {
-            Ok(v) => {
-                *out = v;
+        return match field.array(data) {
+            Some(v) => {
+                out.extend(v);
                 true
             }
-            Err(_) => false,
+            None => false,
         };
     }
-    out.clear();
     let narrow = field.elem_size() == 4;
-    out.extend(field.inline_elems(rec.data).map(|w| {
+    out.extend(field.inline_elems(data).map(|w| {
         if narrow && w == u64::from(u32::MAX) {
             u64::MAX
         } else {

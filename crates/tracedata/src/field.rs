@@ -118,6 +118,16 @@ impl FieldRef {
         Some(until_nul(self.bytes(data)?))
     }
 
+    /// The elements of an array field as [`crate::Record::u64_array_field`]
+    /// reads them (the bytes it holds, see [`FieldRef::bytes`], in
+    /// elements of 1, 2, 4 or 8 bytes); `None` when the record does not
+    /// hold them or the elements have another size.
+    pub fn array<'a>(&self, data: &'a [u8]) -> Option<impl Iterator<Item = u64> + 'a> {
+        let b = self.bytes(data)?;
+        let elem = self.elem;
+        matches!(elem, 1 | 2 | 4 | 8).then(|| b.chunks_exact(elem).map(|c| uint_le(c).unwrap_or(0)))
+    }
+
     /// The elements of an inline array (fixed, or trailing `[]`) that the
     /// record holds: at most its declared count, fewer when the record
     /// ends first (the kernel sizes stack records by their entries). Each
@@ -201,6 +211,11 @@ print fmt: \"\"\n";
         let caller: Vec<u64> = r("caller").inline_elems(&d).collect();
         assert_eq!(caller, [0x1000, 0x2000]);
         assert_eq!(r("caller").tail(&d).len(), 20);
+        assert!(r("caller").array(&d).is_none(), "the record is cut short");
+        assert_eq!(
+            r("name").array(&d).map(|a| a.collect::<Vec<_>>()),
+            Some(vec![b'l' as u64, b's' as u64, 0])
+        );
         assert_eq!(word_at(r("caller").tail(&d), 1, 8), Some(0x2000));
         assert_eq!(word_at(r("caller").tail(&d), 2, 8), None);
         assert!(FieldRef::of(&f, "nope").is_none());
