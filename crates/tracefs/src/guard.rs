@@ -348,25 +348,24 @@ impl Guard {
     /// Sets `buffer_subbuf_size_kb` (the ring buffer's sub-buffer size, a
     /// power of two; changing it empties the buffer).
     pub fn set_subbuf_size_kb(&self, inst: &Instance, kb: u64) -> Result<()> {
-        let rel = "buffer_subbuf_size_kb";
-        let old = inst.read_string(rel)?;
-        if old.trim() == kb.to_string() {
-            return Ok(());
-        }
-        self.remember(inst, rel, old.trim().to_string());
-        inst.write(rel, &kb.to_string())
+        self.set_number(inst, "buffer_subbuf_size_kb", kb)
     }
 
     /// Sets `user_stack_snapshot_size` (bytes of user stack the ustack
     /// kernel patches copy per kernel entry; 0 is off).
     pub fn set_user_stack_snapshot_size(&self, inst: &Instance, bytes: u64) -> Result<()> {
-        let rel = "user_stack_snapshot_size";
+        self.set_number(inst, "user_stack_snapshot_size", bytes)
+    }
+
+    /// Writes number `value` to file `rel`, remembering the old text, when
+    /// it differs.
+    fn set_number(&self, inst: &Instance, rel: &str, value: u64) -> Result<()> {
         let old = inst.read_string(rel)?;
-        if old.trim() == bytes.to_string() {
+        if old.trim() == value.to_string() {
             return Ok(());
         }
         self.remember(inst, rel, old.trim().to_string());
-        inst.write(rel, &bytes.to_string())
+        inst.write(rel, &value.to_string())
     }
 
     /// Sets `trace_clock`.
