@@ -26,6 +26,7 @@ use std::sync::{Mutex, OnceLock};
 use ustack_tracefs::Restorer;
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static EXIT_ON_HANGUP: AtomicBool = AtomicBool::new(false);
 static INSTALLED: OnceLock<()> = OnceLock::new();
 static RESTORER: Mutex<Option<Restorer>> = Mutex::new(None);
 static ABORT_FILES: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
@@ -56,6 +57,9 @@ pub fn install() -> Result<()> {
             loop {
                 let Ok(sig) = set.wait() else { continue };
                 STOP.store(true, Ordering::SeqCst);
+                if sig == Signal::SIGHUP && EXIT_ON_HANGUP.load(Ordering::SeqCst) {
+                    abort(sig);
+                }
                 // The same signal often arrives twice at once (a terminal's
                 // Ctrl-C to the process group and `timeout` both signal the
                 // process and its group): only a signal that comes later than
@@ -70,30 +74,27 @@ pub fn install() -> Result<()> {
                 }
                 later += 1;
                 if later == 1 {
-                    eprintln!(
+                    say(
                         "tracer-cli: still stopping (draining the buffers, writing the file); \
-                         signal once more to abort"
+                         signal once more to abort",
                     );
                     continue;
                 }
                 // The clean path did not finish: restore and go.
-                let restorer = RESTORER.lock().unwrap_or_else(|p| p.into_inner()).clone();
-                if let Some(r) = restorer {
-                    let (errors, busy) = r.restore_deferring_busy();
-                    for e in errors {
-                        eprintln!("tracer-cli: {e}");
-                    }
-                    ustack_tracefs::remove_dirs_after_exit(&busy);
-                }
-                for f in ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-                    let _ = std::fs::remove_file(f);
-                }
-                std::process::exit(128 + sig as i32);
+                abort(sig);
             }
         })
         .context("cannot start the signal thread")?;
     let _ = INSTALLED.set(());
     Ok(())
+}
+
+/// Prints a line on stderr, if there still is one: the signal thread must
+/// outlive a terminal that went away (a hangup), or the signals it blocks
+/// in every other thread could never stop the process again.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Registers the restorer used when the stop is aborted.
@@ -105,6 +106,31 @@ pub fn set_restorer(r: Option<Restorer>) {
 /// output); replaces the previous list.
 pub fn remove_on_abort(files: Vec<std::path::PathBuf>) {
     *ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()) = files;
+}
+
+/// Restores the settings through the registered restorer, removes the
+/// abort files and exits with 128 + `sig`.
+fn abort(sig: Signal) -> ! {
+    let restorer = RESTORER.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(r) = restorer {
+        let (errors, busy) = r.restore_deferring_busy();
+        for e in errors {
+            say(&format!("tracer-cli: {e}"));
+        }
+        ustack_tracefs::remove_dirs_after_exit(&busy);
+    }
+    for f in ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        let _ = std::fs::remove_file(f);
+    }
+    std::process::exit(128 + sig as i32);
+}
+
+/// From now on a hangup (SIGHUP: the terminal went away) aborts at once,
+/// as a third signal does: for a program whose only output is that
+/// terminal. The TUI's input library never returns once its terminal has
+/// hung up, so the clean path could not run.
+pub fn exit_on_hangup() {
+    EXIT_ON_HANGUP.store(true, Ordering::SeqCst);
 }
 
 /// Whether a stop was requested by a signal.

@@ -297,6 +297,9 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
             .spawn(move || tick_until_stopped(&shared, &quit))
             .context("cannot start the recording's thread")?
     };
+    // The terminal is all the TUI has: once it hangs up, restore and go
+    // (the -o file is not written then).
+    signals::exit_on_hangup();
     let res = ustack_tui::run_with(
         &ustack_tui::Options {
             input: first,
