@@ -272,21 +272,19 @@ fn setup_inner<T>(
     // Stack snapshots: asked for explicitly, they must be there; the
     // default is taken where the kernel has them.
     if opts.user_stacks == UserStacks::Deferred {
-        let has = inst.exists("user_stack_snapshot_size");
-        match opts.snapshot_bytes {
-            Some(n) if n > 0 && !has => bail!(
-                "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"
-            ),
-            Some(n) if has => guard.set_user_stack_snapshot_size(&inst, n)?,
-            None if has => guard.set_user_stack_snapshot_size(&inst, DEFAULT_SNAPSHOT)?,
-            _ => {}
-        }
-        // A snapshot larger than a sub-buffer holds gets larger sub-buffers.
         let bytes = opts.snapshot_bytes.unwrap_or(DEFAULT_SNAPSHOT);
-        if has && inst.exists("buffer_subbuf_size_kb") {
-            if let Some(kb) = subbuf_kb_for_snapshot(bytes, inst.page_size() as u64) {
-                guard.set_subbuf_size_kb(&inst, kb)?;
+        if inst.exists("user_stack_snapshot_size") {
+            guard.set_user_stack_snapshot_size(&inst, bytes)?;
+            // A snapshot larger than a sub-buffer holds gets larger sub-buffers.
+            if inst.exists("buffer_subbuf_size_kb") {
+                if let Some(kb) = subbuf_kb_for_snapshot(bytes, inst.page_size() as u64) {
+                    guard.set_subbuf_size_kb(&inst, kb)?;
+                }
             }
+        } else if opts.snapshot_bytes.is_some_and(|n| n > 0) {
+            bail!(
+                "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"
+            );
         }
     }
     if let Some(clock) = &opts.clock {
