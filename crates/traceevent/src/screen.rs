@@ -60,6 +60,20 @@ pub fn layout(text: &[u8]) -> Result<EventFormat, Refusal> {
         return Err(Refusal::NotText);
     }
     let text = std::str::from_utf8(text).map_err(|_| Refusal::NotText)?;
+    // libtraceevent reads tokens, not lines: a `print fmt:` inside another
+    // line (`format: print fmt: ...`) would be a print fmt to it that the
+    // line-based parse below never screens.
+    let before_print_fmt = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !is_print_fmt_line(l));
+    if let Some(l) = before_print_fmt.into_iter().find(|l| {
+        !(l.is_empty()
+            || *l == "format:"
+            || ["name:", "ID:", "field:"].iter().any(|p| l.starts_with(p)))
+    }) {
+        return Err(Refusal::Layout(format!("an unexpected line '{l}'")));
+    }
     let f = EventFormat::parse("", text).map_err(|e| Refusal::Layout(e.to_string()))?;
     for field in &f.fields {
         if field
@@ -85,6 +99,8 @@ pub fn check_format(f: &EventFormat) -> Option<String> {
 fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
     let toks = tokenize(print_fmt);
     nesting(&toks)
+        .or_else(|| missing_operator(&toks))
+        .or_else(|| stray_semicolon(&toks))
         .or_else(|| widths(print_fmt))
         .or_else(|| print_counts(&toks))
         .or_else(|| {
@@ -92,6 +108,26 @@ fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
             let args = &print_fmt[literal_end(print_fmt.as_bytes(), fmt_start)..];
             unsafe_division(&tokenize(args), fields)
         })
+}
+
+fn is_print_fmt_line(trimmed: &str) -> bool {
+    trimmed.starts_with("print fmt:")
+}
+
+/// The part of the format file `text` that libtraceevent may be given: up
+/// to the end of its `print fmt:` line, the one the screen reads.
+/// libtraceevent reads a print fmt's arguments on to the end of its input,
+/// where the kernel writes nothing after that line.
+pub fn through_print_fmt(text: &[u8]) -> &[u8] {
+    let mut start = 0;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let end = start + line.len();
+        if is_print_fmt_line(String::from_utf8_lossy(line).trim()) {
+            return &text[..end];
+        }
+        start = end;
+    }
+    text
 }
 
 /// The `name:` of an event format, or `?`.
@@ -212,6 +248,54 @@ fn nesting(toks: &[Tok<'_>]) -> Option<String> {
     None
 }
 
+/// Two operands with no operator between them, as the `10 x` of a mangled
+/// `10 / x`: libtraceevent's parser does not refuse them but builds trees
+/// that crash it while it folds them (SIGSEGV, SIGFPE). An identifier may
+/// follow an identifier (`unsigned long`) and a string a string (`"a" "b"`).
+fn missing_operator(toks: &[Tok<'_>]) -> Option<String> {
+    toks.windows(2).find_map(|w| {
+        let shown = |t: &Tok<'_>| match *t {
+            Tok::Literal => "\"...\"".to_string(),
+            Tok::Number(s) | Tok::Ident(s) => s.to_string(),
+            Tok::Punct(c) => (c as char).to_string(),
+        };
+        let joined = matches!(
+            (w[0], w[1]),
+            (
+                Tok::Number(_),
+                Tok::Number(_) | Tok::Ident(_) | Tok::Literal
+            ) | (Tok::Ident(_), Tok::Number(_) | Tok::Literal)
+                | (Tok::Literal, Tok::Number(_) | Tok::Ident(_))
+        );
+        joined.then(|| {
+            format!(
+                "no operator between '{}' and '{}'",
+                shown(&w[0]),
+                shown(&w[1])
+            )
+        })
+    })
+}
+
+/// A `;` outside braces: the kernel writes them only in the statements of
+/// a `({ ... })`, and libtraceevent crashes (SIGSEGV) folding `a / 1 ? b : 4;`.
+fn stray_semicolon(toks: &[Tok<'_>]) -> Option<String> {
+    let mut open = Vec::new();
+    for t in toks {
+        match *t {
+            Tok::Punct(c @ (b'(' | b'[' | b'{')) => open.push(c),
+            Tok::Punct(b')' | b']' | b'}') => {
+                open.pop();
+            }
+            Tok::Punct(b';') if !open.contains(&b'{') => {
+                return Some("a ';' outside braces".into());
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 /// A width or precision above [`MAX_WIDTH`] in any string of the print fmt
 /// (libtraceevent pads with one call per character).
 fn widths(print_fmt: &str) -> Option<String> {
@@ -320,6 +404,26 @@ fn print_counts(toks: &[Tok<'_>]) -> Option<String> {
     None
 }
 
+/// The first `*`, `/` or `%` outside brackets in the divisor that starts
+/// `toks`. The divisor runs to the first operator of lower precedence or
+/// closing bracket outside brackets; other tokens, as the `x` of
+/// `10 x / 11`, do not end it.
+fn second_multiplication(toks: &[Tok<'_>]) -> Option<char> {
+    let mut depth = 0usize;
+    for t in toks {
+        let Tok::Punct(c) = *t else { continue };
+        match c {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' if depth == 0 => return None,
+            b')' | b']' | b'}' => depth -= 1,
+            b'*' | b'/' | b'%' if depth == 0 => return Some(c as char),
+            _ if depth == 0 && b"+-<>=!&|^?:,;".contains(&c) => return None,
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Why the argument tokens `toks` could make libtraceevent divide by zero.
 ///
 /// libtraceevent 1.7 evaluates `/` and `%` of the arguments for every
@@ -346,6 +450,16 @@ fn unsafe_division(toks: &[Tok<'_>], fields: &[Field]) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(" ")
         };
+        // libtraceevent parses `a / 10 / 11` as `a / (10 / 11)` and folds
+        // that to `a / 0` while parsing: no second `*`, `/` or `%` may
+        // follow in the divisor, which runs to the next operator of lower
+        // precedence (tokens between, as in `10 x / 11`, do not end it).
+        if let Some(c) = second_multiplication(&toks[i + 1..]) {
+            return Some(format!(
+                "'{op}' by '{}', which libtraceevent folds at '{c}'",
+                shown(3)
+            ));
+        }
         match toks.get(i + 1) {
             Some(Tok::Number(n)) => match int_constant(n) {
                 None => return Some(format!("'{op}' by {n}, not an integer constant")),

@@ -439,7 +439,7 @@ impl Tep {
                 neutral = screen::without_print_fmt(text);
                 &neutral[..]
             }
-            None => text,
+            None => screen::through_print_fmt(text),
         };
         let sys = CString::new(system).map_err(|_| TepError("bad system name".into()))?;
         // SAFETY: text is valid for text.len() bytes, sys is NUL-terminated;

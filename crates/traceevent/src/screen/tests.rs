@@ -77,6 +77,84 @@ fn division_by_zero_constants_and_unknown_fields_is_refused() {
 }
 
 #[test]
+fn a_divisor_libtraceevent_folds_to_zero_is_refused() {
+    // Found by the fuzzer (SIGFPE while parsing): libtraceevent reads
+    // `a / 10 / 11` as `a / (10 / 11)`, folds it, and divides by 0.
+    refused(
+        r#""%u", REC->value / 10 / 11"#,
+        "'/' by '10 / 11', which libtraceevent folds at '/'",
+    );
+    refused(
+        r#""%u", REC->value / 10 % 11"#,
+        "'/' by '10 % 11', which libtraceevent folds at '%'",
+    );
+    refused(
+        r#""%u", REC->value % 3 * REC->value"#,
+        "'%' by '3 * REC', which libtraceevent folds at '*'",
+    );
+    prints_raw(r#""%u", REC->value / 10 / 11"#);
+    for ok in [
+        r#""%u.%u", REC->value / 1000, REC->value % 1000"#,
+        r#""%u", REC->value / 4 + REC->value * 2"#,
+        r#""%u", (REC->value / 4) * 2"#,
+        r#""%u", REC->value / sizeof(char *)"#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn operands_without_an_operator_are_refused() {
+    // Found by the fuzzer (SIGSEGV while parsing `R>EC-va / 10 n?~a...`).
+    refused(
+        r#""", REC->value / 10 n ? ~a : b"#,
+        "no operator between '10' and 'n'",
+    );
+    refused(r#""", REC->value / 1 ? 2 : 4;"#, "a ';' outside braces");
+    refused(
+        r#""%u", REC->value 7"#,
+        "no operator between 'value' and '7'",
+    );
+    refused(
+        r#""%s", "a" REC->value"#,
+        "no operator between '\"...\"' and 'REC'",
+    );
+    for ok in [
+        r#""%lu", (unsigned long)REC->value"#,
+        r#""%d", ({ int v; v = REC->value; v; })"#,
+        r#""%s%s", "a" "b", REC->value ? "x" : "y""#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn libtraceevent_gets_no_more_than_the_screened_lines() {
+    // Found by the fuzzer: libtraceevent read the print fmt's arguments on
+    // into the lines after it, where a '/ 11' made '/ 10' a division by 0.
+    let text = format!(
+        "{}\nfff))igor) / 11\n",
+        format("ev", 42, r#""%u", REC->value / 10"#).trim_end()
+    );
+    assert_eq!(check(text.as_bytes()), Ok(()));
+    assert!(text.ends_with("/ 11\n"));
+    let through = through_print_fmt(text.as_bytes());
+    assert!(through.ends_with(b"REC->value / 10\n"), "{through:?}");
+    let tep = tep_with(&[text]);
+    assert_eq!(info(&tep, &event(42, 1, 95)), "9");
+    // A print fmt within another line is one to libtraceevent, not to the
+    // line-based screen: such formats are refused whole.
+    let hidden = format("ev", 42, r#""%u", 1"#)
+        .replace("format:\n", "format: print fmt: \"%u\", REC->value / 0\n");
+    assert_eq!(
+        check(hidden.as_bytes()),
+        Err(Refusal::Layout(
+            "an unexpected line 'format: print fmt: \"%u\", REC->value / 0'".into()
+        ))
+    );
+}
+
+#[test]
 fn deep_nesting_is_refused() {
     // 100,000 parentheses overflow libtraceevent's stack (SIGABRT).
     let deep = format!(
