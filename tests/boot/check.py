@@ -867,13 +867,13 @@ def case_unwind_kunit(ctx, files):
             ctx.diag(ln.strip())
     names = [c[1] for c in cases]
     expect(names == ["unwind_deferred_test_cancelled", "unwind_deferred_test_twice",
-                     "unwind_deferred_test_wrap"],
+                     "unwind_deferred_test_wrap", "unwind_deferred_test_late"],
            f"unexpected cases in the results: {names} ({text[-300:]!r})")
     bad = [c for c in cases if c[0] != "ok" or "SKIP" in c[2]]
     expect(not bad, f"cases not ok: {bad}")
     expect(suite is not None and suite[0] == "ok" and "SKIP" not in suite[1], f"suite result {suite}")
     ctx.diag("request on a cancelled work: -EINVAL and one warning; second request: 1, same cookie; "
-             "cookies 2^32 entries apart differ")
+             "cookies 2^32 entries apart differ; a request pending at the reset on the way out is dropped")
 
 
 # ---------------------------------------------------------------------------
@@ -1221,6 +1221,76 @@ def case_tc_threads(ctx, files):
     ctx.diag("(off) with -O nouserstacktrace_maps no frame is symbolized")
 
 
+def case_exit_window(ctx, files):
+    """Events of the way back to user space (the irq_enable of exit_to_user_mode(),
+    after the last task work) belong to their own kernel entry: none carries the
+    cookie of another system call of the task."""
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c20")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    pairs, _, stacks = collect(d, cf, sf)
+    cookie_of = {id(e): c["cookie"] for e, c in pairs}
+    mine = [e for e in d.merged() if e.pid == pid]
+    calls = {cookie_of.get(id(e)): e for e in mine if e.name == "sys_enter"}
+    expect(None not in calls and 0 not in calls, "a sys_enter without a cookie")
+    # The stack entry of a system call is written by the unwind callback, the
+    # last task work on its way out; the next irq_enable of the task is the one
+    # of exit_to_user_mode(), still in that kernel entry. (Other kernel entries
+    # of the task, page faults and interrupts, have cookies of their own.)
+    outward, pending = 0, None
+    for e in mine:
+        c = cookie_of.get(id(e))
+        if e.name == "sys_enter":
+            pending = None
+        elif e.fmt is sf and e["cookie"] in calls:
+            pending = e["cookie"]
+        elif e.name == "irq_enable" and pending is not None:
+            expect(c == pending, f"the irq_enable on the way out of the system call of cookie {pending:#x} "
+                   f"(at {e.ts}) has cookie {hex(c) if c else None}"
+                   + (", a later system call's" if c in calls else ""))
+            outward += 1
+            pending = None
+    sleeps = [c for c, e in calls.items() if e["id"] == NR_NANOSLEEP]
+    expect(len(sleeps) == n, f"{len(sleeps)} nanosleep calls recorded, ustest made {n}")
+    expect(outward >= n, f"{outward} irq_enable events on the way out of a system call, fewer than the {n} "
+           "nanosleep calls: the case proves nothing")
+    for c in sleeps:
+        st = stacks.get((pid, c), [])
+        expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events, expected exactly 1")
+        names = check_frames(ctx.syms, sf, st[0], CHAIN)
+    ctx.diag(f"{len(calls)} system calls; {outward} irq_enable events on the way out of them, each with its "
+             f"call's cookie; {n} nanosleep stacks {names}")
+
+
+def case_uprobe_migrate(ctx, files):
+    """A trigger's cookie follows its event on the event's CPU when the event
+    commits preemptibly (a uprobe) and the task is moved between CPUs meanwhile."""
+    t = truth(files)
+    pid, n = int(t["pid"]), int(t["iterations"])
+    d, cf, sf = dump(files, "c21")
+    expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
+    pairs, strays, stacks = collect(d, cf, sf)
+    ups = [e for e in d.merged() if e.name == "up_target" and e.pid == pid]
+    expect(len(ups) == n, f"{len(ups)} up_target events, ustest made {n} calls")
+    cpus = {e.cpu for e in ups}
+    expect(len(cpus) == 2, f"the task ran on CPUs {sorted(cpus)} only: the case proves nothing")
+    paired = {id(e): c for e, c in pairs}
+    unpaired = [e for e in ups if id(e) not in paired]
+    mine = [c for c in strays if c.pid == pid]
+    expect(not unpaired and not mine,
+           f"{len(unpaired)} up_target events without their cookie right after them, {len(mine)} cookie "
+           f"entries after no event of the task (written on another CPU): {unpaired[:2]} {mine[:2]}")
+    cookies = [paired[id(e)]["cookie"] for e in ups]
+    expect(len(set(cookies)) == n and 0 not in cookies, "up_target events sharing a cookie, or cookie 0")
+    for c in cookies:
+        st = stacks.get((pid, c), [])
+        expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events, expected exactly 1")
+        names = check_frames_prefix(ctx.syms, sf, st[0], ["up_target"])
+    ctx.diag(f"{n} uprobe events on CPUs {sorted(cpus)}, each followed by its own cookie on its CPU, one stack "
+             f"each ({names[:3]}...)")
+
+
 def exact_instance(ctx, files, prefix, pids=None):
     """The cookies and stacks of one instance: every stack is of a (pid, cookie) the
     instance announced (of its own pids), every announced cookie has exactly one stack.
@@ -1351,6 +1421,8 @@ CASES = [
     ("17-snapshot", "user_stack_snapshot_per_stack", lambda c, f: snapcheck.case(c, f, expect, CaseFail)),
     ("18-unwound", "tracer_cli_unwound_stacks_ground_truth", lambda c, f: unwindcheck.case(c, f, expect, CaseFail)),
     ("19-trace-cmd-threads", "trace_cmd_threads_symbolize", case_tc_threads),
+    ("20-exit-window", "exit_path_events_own_cookie", case_exit_window),
+    ("21-uprobe-migrate", "trigger_cookie_on_event_cpu_uprobe_migrating", case_uprobe_migrate),
 ]
 
 

@@ -37,6 +37,11 @@
  *                         prints the threads' tids (a process whose stacks come from
  *                         tasks other than its group leader)
  *
+ *   ustest uprobe N       main -> do_uprobe -> up_level1 -> up_target: N calls, while a
+ *                         thread moves the main thread between CPU 0 and 1 without pause
+ *                         (a uprobe on up_target commits its event preemptibly); prints
+ *                         up_target's file offset ("ustest uprobe 0" only prints it)
+ *
  * Each mode prints one line of ground truth to stdout: "ustest MODE pid=P ...".
  */
 #define _GNU_SOURCE
@@ -540,6 +545,69 @@ static int do_maps(int n, const char *file)
 	return r < 0 || do_chain(n);
 }
 
+/* ---- uprobe ---- */
+static volatile int up_done;
+
+NOINL long up_target(long i)
+{
+	BARRIER();
+	return i * 3;
+}
+
+NOINL long up_level1(long i)
+{
+	long r = up_target(i);
+
+	BARRIER();
+	return r + 1;
+}
+
+/* The main thread, moved between CPU 0 and 1 until it is done */
+NOINL void *up_mover(void *arg)
+{
+	int tid = *(int *)arg, i = 0;
+
+	while (!up_done)
+		pin(tid, i++ % 2);
+	return NULL;
+}
+
+/* The offset in the file of the code at @addr, from /proc/self/maps */
+static long file_offset(unsigned long addr)
+{
+	unsigned long start, end, off;
+	char line[512];
+	long ret = -1;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx %*s %lx", &start, &end, &off) == 3 &&
+		    addr >= start && addr < end) {
+			ret = (long)(addr - start + off);
+			break;
+		}
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+NOINL int do_uprobe(int n)
+{
+	int tid = (int)syscall(SYS_gettid);
+	pthread_t t;
+
+	if (n > 0 && pthread_create(&t, NULL, up_mover, &tid))
+		return 1;
+	for (int i = 0; i < n; i++)
+		sink += up_level1(i);
+	up_done = 1;
+	if (n > 0)
+		pthread_join(t, NULL);
+	printf("ustest uprobe pid=%d iterations=%d offset=%#lx\n", getpid(), n,
+	       file_offset((unsigned long)up_target));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int n = argc > 2 ? atoi(argv[2]) : 10;
@@ -569,8 +637,10 @@ int main(int argc, char **argv)
 		return do_snap(n);
 	if (!strcmp(argv[1], "threads"))
 		return do_threads(n);
+	if (!strcmp(argv[1], "uprobe"))
+		return do_uprobe(n);
 usage:
-	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap|threads N "
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap|threads|uprobe N "
 		"[MARKER|FILE]\n");
 	return 2;
 }

@@ -66,7 +66,8 @@ dump() {
 	for e in ftrace/user_unwind_cookie ftrace/user_unwind_page_cookie ftrace/user_unwind_stack ftrace/print \
 		ftrace/user_unwind_syscall \
 		raw_syscalls/sys_enter \
-		raw_syscalls/sys_exit sched/sched_switch sched/sched_process_exit signal/signal_deliver; do
+		raw_syscalls/sys_exit sched/sched_switch sched/sched_process_exit signal/signal_deliver \
+		preemptirq/irq_enable; do
 		f=fmt.${e%/*}.${e#*/}
 		cp "$T/events/$e/format" "$f" 2>/dev/null
 	done
