@@ -2,7 +2,8 @@
 # The project's test command (README, .ci/run):
 #   1. the Rust workspace tests (unit, integration, and as root the host
 #      tracefs tests, which are #[ignore]d otherwise);
-#   2. the kernel boot tests: patched kernel + tracer-cli end to end under QEMU.
+#   2. the kernel boot tests: patched kernel + tracer-cli end to end under QEMU,
+#      then the compile-fail tests of the kernel's Rust abstractions.
 # Prints the time of each phase and a final "N passed, N failed" line.
 # Set USTACK_SKIP_BOOT=1 to run only the Rust tests (never in CI).
 set -uo pipefail
@@ -51,6 +52,14 @@ else
 	fi
 	passed=$((passed + bp)) failed=$((failed + bf))
 	echo "boot tests: $bp passed, $bf failed ($(elapsed "$t0"))"
+
+	# needs the kernel the boot tests built
+	phase "kernel Rust compile-fail tests (kernel-patch/compile-fail/run.sh)"
+	kernel-patch/compile-fail/run.sh 2>&1 | tee "$log/cfail"
+	[ "${PIPESTATUS[0]}" = 0 ] || status=1
+	read -r cp cf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/cfail" | tail -1)
+	[ -n "${cp:-}" ] || { echo "compile-fail tests: no result line"; status=1 cf=1 cp=0; }
+	passed=$((passed + cp)) failed=$((failed + cf))
 fi
 
 [ "$failed" = 0 ] || status=1
