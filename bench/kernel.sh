@@ -21,7 +21,8 @@
 #                  deferred and synchronous paths, 2 events per entry. Only the
 #                  first profiler session of a boot is sound on this kernel (the
 #                  second one oopses on its first profiled function, see
-#                  Documentation/benchmarks.md): profile one mode and one depth
+#                  Documentation/benchmarks-history.md, "What these say (v1 and
+#                  the kernel branch alike)"): profile one mode and one depth
 #                  per run, e.g. BENCH_PROFILE_MODES=sync BENCH_DEPTHS=8
 # env: BENCH_ROUNDS (5), BENCH_N (getppid calls per measurement, 20000),
 #      BENCH_WARMUP (calls before each measurement, 1000),
