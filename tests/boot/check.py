@@ -1223,8 +1223,8 @@ def case_tc_threads(ctx, files):
 
 def case_exit_window(ctx, files):
     """Events of the way back to user space (the irq_enable of exit_to_user_mode(),
-    after the last task work) belong to their own kernel entry: none carries the
-    cookie of another system call of the task."""
+    after the last task work) belong to their own kernel entry: they carry its
+    cookie, not the one of the task's next kernel entry."""
     t = truth(files)
     pid, n = int(t["pid"]), int(t["iterations"])
     d, cf, sf = dump(files, "c20")
