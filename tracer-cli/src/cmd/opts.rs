@@ -194,6 +194,16 @@ impl TraceOpts {
     }
 }
 
+/// Readies a recording session's restoring (`record`, `tui --live`): says
+/// what a killed run had left, reports the errors of the guard's drop, and
+/// lets a signal restore tracefs before the process goes.
+pub fn guard_recording(prep: &mut ustack_record::Prepared) {
+    note_leftover(prep.session().leftover_restored);
+    let guard = &mut prep.session_mut().guard;
+    guard.on_drop_error(crate::signals::report);
+    crate::signals::set_restorer(Some(guard.restorer()));
+}
+
 /// Says so when the setup first restored what a killed run had left.
 pub fn note_leftover(n: usize) {
     if n > 0 {

@@ -81,10 +81,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let launch = Launch::spawn(&args.command, !args.no_ptrace)?;
     phases.end("spawn");
     let mut prep = launch.setup(&config)?;
-    super::opts::note_leftover(prep.session().leftover_restored);
-    let guard = &mut prep.session_mut().guard;
-    guard.on_drop_error(signals::report);
-    signals::set_restorer(Some(guard.restorer()));
+    super::opts::guard_recording(&mut prep);
     if let Some(e) = prep.watch_error().filter(|_| !args.quiet) {
         eprintln!("tracer-cli: warning: cannot follow execs and forks ({e:#}); user stacks of processes that exec may resolve less");
     }

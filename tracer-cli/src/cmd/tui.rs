@@ -269,10 +269,7 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
         argv.extend(args.command.iter().cloned());
     }
     let mut prep = Launch::spawn(&argv, true)?.setup(config)?;
-    super::opts::note_leftover(prep.session().leftover_restored);
-    let guard = &mut prep.session_mut().guard;
-    guard.on_drop_error(signals::report);
-    signals::set_restorer(Some(guard.restorer()));
+    super::opts::guard_recording(&mut prep);
     let error = prep
         .watch_error()
         .map(|e| format!("cannot follow execs and forks ({e:#})"));
