@@ -164,6 +164,15 @@ enum Tok<'a> {
     Punct(u8),
 }
 
+/// A token as the screen's messages show it (a literal as `"..."`).
+fn tok_text(t: &Tok<'_>) -> String {
+    match *t {
+        Tok::Literal => "\"...\"".to_string(),
+        Tok::Number(s) | Tok::Ident(s) => s.to_string(),
+        Tok::Punct(c) => (c as char).to_string(),
+    }
+}
+
 /// The end of the string or char literal that starts at `s[start]` (the
 /// index after its closing quote, or `s.len()` if it is not closed).
 fn literal_end(s: &[u8], start: usize) -> usize {
@@ -254,11 +263,6 @@ fn nesting(toks: &[Tok<'_>]) -> Option<String> {
 /// follow an identifier (`unsigned long`) and a string a string (`"a" "b"`).
 fn missing_operator(toks: &[Tok<'_>]) -> Option<String> {
     toks.windows(2).find_map(|w| {
-        let shown = |t: &Tok<'_>| match *t {
-            Tok::Literal => "\"...\"".to_string(),
-            Tok::Number(s) | Tok::Ident(s) => s.to_string(),
-            Tok::Punct(c) => (c as char).to_string(),
-        };
         let joined = matches!(
             (w[0], w[1]),
             (
@@ -270,8 +274,8 @@ fn missing_operator(toks: &[Tok<'_>]) -> Option<String> {
         joined.then(|| {
             format!(
                 "no operator between '{}' and '{}'",
-                shown(&w[0]),
-                shown(&w[1])
+                tok_text(&w[0]),
+                tok_text(&w[1])
             )
         })
     })
@@ -442,11 +446,7 @@ fn unsafe_division(toks: &[Tok<'_>], fields: &[Field]) -> Option<String> {
             toks[i + 1..]
                 .iter()
                 .take(n)
-                .map(|t| match t {
-                    Tok::Literal => "\"...\"".to_string(),
-                    Tok::Number(s) | Tok::Ident(s) => s.to_string(),
-                    Tok::Punct(c) => (*c as char).to_string(),
-                })
+                .map(tok_text)
                 .collect::<Vec<_>>()
                 .join(" ")
         };
