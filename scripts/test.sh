@@ -17,6 +17,24 @@ passed=0 failed=0 skipped=0
 phase() { printf '\n=== %s\n' "$1"; }
 elapsed() { echo "$(( $(date +%s) - $1 ))s"; }
 
+# counted NAME LOG CMD...: runs CMD, its output also in LOG, and adds the
+# last "N passed, N failed" line it printed to the totals; a run that
+# printed none counts as a failure.
+counted() {
+	local name=$1 out=$2 t0 p f
+	shift 2
+	t0=$(date +%s)
+	"$@" 2>&1 | tee "$out"
+	[ "${PIPESTATUS[0]}" = 0 ] || status=1
+	read -r p f < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$out" | tail -1)
+	if [ -z "${p:-}" ]; then
+		echo "$name: no result line"
+		status=1 p=0 f=1
+	fi
+	passed=$((passed + p)) failed=$((failed + f))
+	echo "$name: $p passed, $f failed ($(elapsed "$t0"))"
+}
+
 scripts/install-deps.sh || { echo "test: installing dependencies failed"; exit 1; }
 
 # Tests that need root and tracefs are #[ignore = "needs root and tracefs"]:
@@ -42,24 +60,11 @@ if [ "${USTACK_SKIP_BOOT:-0}" = 1 ] && [ "${CI:-}" != true ]; then
 	echo "SKIP: kernel boot tests (USTACK_SKIP_BOOT=1)"
 else
 	phase "kernel boot tests (tests/boot/run.sh)"
-	t0=$(date +%s)
-	tests/boot/run.sh 2>&1 | tee "$log/boot"
-	[ "${PIPESTATUS[0]}" = 0 ] || status=1
-	read -r bp bf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/boot" | tail -1)
-	if [ -z "${bp:-}" ]; then
-		echo "boot tests: no result line"
-		status=1 bf=1 bp=0
-	fi
-	passed=$((passed + bp)) failed=$((failed + bf))
-	echo "boot tests: $bp passed, $bf failed ($(elapsed "$t0"))"
+	counted "boot tests" "$log/boot" tests/boot/run.sh
 
 	# needs the kernel the boot tests built
 	phase "kernel Rust compile-fail tests (kernel-patch/compile-fail/run.sh)"
-	kernel-patch/compile-fail/run.sh 2>&1 | tee "$log/cfail"
-	[ "${PIPESTATUS[0]}" = 0 ] || status=1
-	read -r cp cf < <(sed -n 's/^\([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$log/cfail" | tail -1)
-	[ -n "${cp:-}" ] || { echo "compile-fail tests: no result line"; status=1 cf=1 cp=0; }
-	passed=$((passed + cp)) failed=$((failed + cf))
+	counted "compile-fail tests" "$log/cfail" kernel-patch/compile-fail/run.sh
 fi
 
 [ "$failed" = 0 ] || status=1
