@@ -335,8 +335,10 @@ def case_option_raw(ctx, files):
     expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
     pairs, strays, stacks = collect(d, cf, sf)
     evs = d.merged()
-    pf = d.fmt("ftrace", "user_unwind_page_cookie")
-    mine = [e for e in evs if e.pid == pid and e.fmt not in (cf, sf, pf)]
+    # the task's traced events: not the ftrace system's own records (cookies,
+    # stacks, and the mapping records the kernel writes by default), which ask
+    # for no stack (rawtrace.attribute)
+    mine = [e for e in evs if e.pid == pid and not (e.fmt is not None and e.fmt.system == "ftrace")]
     paired = {id(e): c for e, c in pairs}
     # every traced event of the task is followed by its cookie event, except once the
     # task is exiting: do_exit() sets PF_EXITING before its last switches (blocking in

@@ -64,6 +64,7 @@ dump() {
 	[ -f header_page ] && return 0
 	cp "$T/events/header_page" header_page
 	for e in ftrace/user_unwind_cookie ftrace/user_unwind_page_cookie ftrace/user_unwind_stack ftrace/print \
+		ftrace/user_unwind_mapping ftrace/user_unwind_stack_snapshot \
 		ftrace/user_unwind_syscall \
 		raw_syscalls/sys_enter \
 		raw_syscalls/sys_exit sched/sched_switch sched/sched_process_exit signal/signal_deliver \
