@@ -5,8 +5,11 @@
 //! * `decode FILE`: raw decoding speed of `tracedata` (open, then every
 //!   event of every buffer merged over the CPUs).
 //! * `stitch FILE`: indexing and stitching speed of `stitch`.
-//! * `tui FILE`: time until the TUI's first frame, headless (open, index,
-//!   refresh, render into ratatui's `TestBackend`).
+//! * `tui FILE`: time until the TUI holds the whole index and has drawn
+//!   it, headless (open, index, refresh, render into ratatui's
+//!   `TestBackend`).
+//! * `tui-first FILE`: time until the TUI's first frame as `tracer-cli tui`
+//!   draws it, over the first events, before the whole file is indexed.
 //! * `gen-cookie OUT GROUPS none|zstd`: a synthetic trace.dat with cookie
 //!   and deferred user stack events (`ustack_testdata::demo`).
 //! * `gen-symbols OUT GROUPS DISTINCT`, `symbolize FILE`,
@@ -36,6 +39,7 @@ const USAGE: &str = "usage: ustack-bench load [--secs S] [--rate OPS_PER_CPU_PER
        ustack-bench decode FILE [ROUNDS]
        ustack-bench stitch FILE [ROUNDS]
        ustack-bench tui FILE [ROUNDS]
+       ustack-bench tui-first FILE [ROUNDS]
        ustack-bench gen-cookie OUT GROUPS none|zstd
        ustack-bench gen-symbols OUT GROUPS DISTINCT
        ustack-bench symbolize|symbolize-nocache FILE [ROUNDS]";
@@ -47,6 +51,7 @@ fn main() {
         Some("decode") => timed(&args[1..], decode),
         Some("stitch") => timed(&args[1..], stitch_load),
         Some("tui") => timed(&args[1..], tui_first_frame),
+        Some("tui-first") => timed(&args[1..], tui_first_screen),
         Some("gen-cookie") => gen_cookie(&args[1..]),
         Some("gen-symbols") => symbols::gen(&args[1..]),
         Some("symbolize") => timed(&args[1..], symbols::cached),
@@ -170,10 +175,31 @@ fn stitch_load(path: &Path) -> Res<Round> {
     })
 }
 
-/// What `tracer-cli tui` does before its first frame, on a 200x50 screen.
+/// The TUI over the whole index, drawn once on a 200x50 screen.
 fn tui_first_frame(path: &Path) -> Res<Round> {
     let size = (200, 50);
-    let (mut app, mut src) = ustack_tui::open(path, None, size).map_err(|e| e.to_string())?;
+    let (app, src) = ustack_tui::open(path, None, size).map_err(|e| e.to_string())?;
+    drawn(app, src, size)
+}
+
+/// What `tracer-cli tui` does before its first frame, on a 200x50 screen:
+/// the whole file is indexed afterwards, in the background (stopped here).
+fn tui_first_screen(path: &Path) -> Res<Round> {
+    let size = (200, 50);
+    let select = ustack_printer::select::Selection::default();
+    let (app, src, loader) =
+        ustack_tui::open_first(path, None, size, &select).map_err(|e| e.to_string())?;
+    let r = drawn(app, src, size);
+    drop(loader);
+    r
+}
+
+/// Refreshes and draws `app`; the round counts the non-blank cells.
+fn drawn(
+    mut app: ustack_tui::app::App,
+    mut src: ustack_tui::source::FileSource,
+    size: (u16, u16),
+) -> Res<Round> {
     app.refresh(&mut src);
     let mut term = Terminal::new(TestBackend::new(size.0, size.1)).map_err(|e| e.to_string())?;
     ustack_tui::draw(&mut term, &mut app, &mut src).map_err(|e| e.to_string())?;

@@ -52,6 +52,9 @@ pub struct App {
     pub search: Option<String>,
     /// Status line message.
     pub message: String,
+    /// What the status line says while the whole trace is being indexed
+    /// (this state then holds only its beginning).
+    pub loading: Option<String>,
     /// Visible groups (indexes into `idx.stitched.groups`), sorted.
     pub groups: Vec<u32>,
     /// Selected row of `groups`.
@@ -178,6 +181,7 @@ impl App {
             prompt: None,
             search: None,
             message: String::new(),
+            loading: None,
             groups: Vec::new(),
             gsel: 0,
             goff: 0,

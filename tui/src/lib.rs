@@ -23,6 +23,7 @@ pub mod app;
 mod filter;
 pub mod keys;
 pub mod lines;
+pub mod loader;
 mod model;
 mod search;
 pub mod source;
@@ -32,6 +33,7 @@ pub mod ui;
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::{self, DisableMouseCapture, EnableMouseCapture};
@@ -44,11 +46,13 @@ use ratatui::Terminal;
 use ustack_printer::select::Selection;
 
 use crate::app::App;
+use crate::loader::{Loader, Target, FIRST_EVENTS};
 use crate::source::{FileSource, Source};
+use ustack_stitch::file::Extent;
 
 /// Error of the TUI: what failed and why.
 #[derive(Debug)]
-pub struct Error(String);
+pub struct Error(pub(crate) String);
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,7 +79,7 @@ pub struct Options {
 }
 
 /// Opens a trace file and builds the initial state for a terminal of
-/// `size`.
+/// `size`, over the whole file.
 pub fn open(
     path: &Path,
     buffer: Option<&str>,
@@ -91,32 +95,26 @@ pub fn open_selected(
     size: (u16, u16),
     select: &Selection,
 ) -> Result<(App, FileSource), Error> {
-    let file = ustack_tracedata::TraceFile::open(path).map_err(|e| Error(e.to_string()))?;
-    let bi = {
-        let b = ustack_stitch::file::buffer(&file, buffer).map_err(|e| Error(e.to_string()))?;
-        file.buffers()
-            .iter()
-            .position(|x| std::ptr::eq(x, b))
-            .unwrap_or(0)
-    };
-    let ncpus = file.cpu_count();
-    let src = FileSource::new(file, bi);
-    let idx = src.load();
-    let title = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.display().to_string());
-    let chosen = (!select.is_all())
-        .then(|| selection(src.file(), bi, &idx, select))
-        .transpose()?;
-    let mut app = App::new(idx, &title, ncpus, size);
-    if let Some((groups, events)) = chosen {
-        app.restrict(groups, events);
-    }
-    if let Some(e) = &app.idx.error {
-        app.message = format!("trace data cut short: {e}");
-    }
-    Ok((app, src))
+    let target = Target::open(path, buffer, size, select)?;
+    let (app, _) = target.app(Extent::All, |_, _| true)?;
+    Ok((app, FileSource::new(target.file, target.buffer)))
+}
+
+/// [`open_selected`] for the screen: the state over the first
+/// [`FIRST_EVENTS`] events, and the [`Loader`] that indexes the rest, if
+/// there is more.
+pub fn open_first(
+    path: &Path,
+    buffer: Option<&str>,
+    size: (u16, u16),
+    select: &Selection,
+) -> Result<(App, FileSource, Option<Loader>), Error> {
+    let target = Target::open(path, buffer, size, select)?;
+    let (app, whole) = target.app(Extent::First(FIRST_EVENTS), |_, _| true)?;
+    let src = FileSource::new(Arc::clone(&target.file), target.buffer);
+    let showing = format!("showing the first {FIRST_EVENTS} events");
+    let loader = (!whole).then(|| Loader::spawn(target, &showing));
+    Ok((app, src, loader))
 }
 
 /// The groups and events of `src` that `select` chooses, one flag each,
@@ -190,14 +188,21 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
         move |e: io::Error| Error(format!("{what}: {e}"))
     };
     let (w, h) = crossterm::terminal::size().map_err(io_err("cannot get the terminal size"))?;
-    let (mut app, src) = open_selected(&opts.input, opts.buffer.as_deref(), (w, h), &opts.select)?;
+    let (mut app, src, mut loader) =
+        open_first(&opts.input, opts.buffer.as_deref(), (w, h), &opts.select)?;
     if live.is_some() {
         app.title = "live".to_string();
     }
-    let mut src = src.with_symfs(opts.symfs.clone());
-    if opts.live_maps {
-        src = src.with_live_maps();
-    }
+    let live_maps = opts.live_maps || live.is_some();
+    let source = |file: Arc<ustack_tracedata::TraceFile>, buffer: usize| {
+        let src = FileSource::new(file, buffer).with_symfs(opts.symfs.clone());
+        if live_maps {
+            src.with_live_maps()
+        } else {
+            src
+        }
+    };
+    let mut src = source(Arc::clone(src.file()), src.buffer());
     enable_raw_mode().map_err(io_err("cannot set the terminal to raw mode"))?;
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -209,54 +214,31 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             .map_err(io_err("cannot set up the terminal"))?;
         let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))
             .map_err(io_err("cannot set up the terminal"))?;
+        app.loading = loader.as_ref().map(Loader::status);
         app.refresh(&mut src);
+        // Live mode: when the recorder was last asked for a snapshot.
+        let mut asked = std::time::Instant::now();
         loop {
             draw(&mut term, &mut app, &mut src).map_err(io_err("cannot draw"))?;
-            // Wait for the first event (in live mode at most a second, to
+            // Wait for the first event (at most a tenth of a second while
+            // indexing, to show progress; in live mode at most a second, to
             // refresh), then drain what is queued so a fast key repeat or
             // wheel does not lag behind.
+            let wait = match (&loader, &live) {
+                (Some(_), _) => Some(Duration::from_millis(100)),
+                (None, Some(_)) => Some(Duration::from_secs(1).saturating_sub(asked.elapsed())),
+                (None, None) => None,
+            };
             let mut evs = Vec::new();
-            match live.as_deref_mut() {
-                Some(l) => {
-                    if event::poll(Duration::from_secs(1)).map_err(io_err("cannot read input"))? {
-                        evs.push(event::read().map_err(io_err("cannot read input"))?);
-                    } else {
-                        let (snap, status) = l.poll();
-                        let mut failed = None;
-                        if let Some(path) = snap {
-                            // A snapshot that cannot be read keeps the
-                            // previous view; the next one may be fine.
-                            match open_selected(
-                                &path,
-                                opts.buffer.as_deref(),
-                                app.size,
-                                &opts.select,
-                            ) {
-                                Ok((mut next, next_src)) => {
-                                    next.title = app.title.clone();
-                                    next.carry_over(&app);
-                                    app = next;
-                                    src = next_src.with_live_maps();
-                                }
-                                Err(e) => failed = Some(e.to_string()),
-                            }
-                        }
-                        if let Some(s) = status {
-                            if app.prompt.is_none() {
-                                app.message = match failed {
-                                    Some(e) => format!("{s} | cannot read the snapshot: {e}"),
-                                    None => s,
-                                };
-                            }
-                        }
-                        app.refresh(&mut src);
-                        continue;
-                    }
-                }
-                None => evs.push(event::read().map_err(io_err("cannot read input"))?),
-            }
-            while event::poll(Duration::ZERO).map_err(io_err("cannot read input"))? {
+            let ready = match wait {
+                Some(w) => event::poll(w).map_err(io_err("cannot read input"))?,
+                None => true,
+            };
+            if ready {
                 evs.push(event::read().map_err(io_err("cannot read input"))?);
+                while event::poll(Duration::ZERO).map_err(io_err("cannot read input"))? {
+                    evs.push(event::read().map_err(io_err("cannot read input"))?);
+                }
             }
             for ev in evs {
                 if let Some(msg) = keys::map_event(&ev, app.prompt.is_some()) {
@@ -266,6 +248,40 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             if app.quit {
                 return Ok(());
             }
+            if let Some(done) = loader.as_ref().and_then(Loader::poll) {
+                loader = None;
+                match done {
+                    Ok(loaded) => {
+                        let mut next = loaded.app;
+                        next.title = app.title.clone();
+                        next.carry_over(&app);
+                        app = next;
+                        if !Arc::ptr_eq(&loaded.file, src.file()) {
+                            src = source(loaded.file, loaded.buffer);
+                        }
+                    }
+                    // A snapshot that cannot be read keeps the previous
+                    // view; the next one may be fine.
+                    Err(e) => app.message = format!("cannot index the trace: {e}"),
+                }
+            }
+            if let (Some(l), None) = (live.as_deref_mut(), &loader) {
+                if asked.elapsed() >= Duration::from_secs(1) {
+                    asked = std::time::Instant::now();
+                    let (snap, status) = l.poll();
+                    if let Some(path) = snap {
+                        match Target::open(&path, opts.buffer.as_deref(), app.size, &opts.select) {
+                            Ok(t) => loader = Some(Loader::spawn(t, "showing the last snapshot")),
+                            Err(e) => app.message = format!("cannot read the snapshot: {e}"),
+                        }
+                    }
+                    if let (Some(s), true) = (status, app.prompt.is_none()) {
+                        app.message = s;
+                    }
+                }
+            }
+            app.loading = loader.as_ref().map(Loader::status);
+            app.refresh(&mut src);
         }
     })();
     restore();

@@ -1,6 +1,8 @@
 //! Where the TUI gets what the index does not hold: event field text and
 //! symbolized group details.
 
+use std::sync::Arc;
+
 use ustack_stitch::file;
 use ustack_stitch::stitcher::UserStackRef;
 use ustack_stitch::trace::Index;
@@ -34,7 +36,7 @@ pub trait Source {
 
 /// A [`Source`] over an open trace file.
 pub struct FileSource {
-    file: TraceFile,
+    file: Arc<TraceFile>,
     buffer: usize,
     sym: Symbolizer,
     texts: view::Texts,
@@ -42,8 +44,9 @@ pub struct FileSource {
 
 impl FileSource {
     /// Opens the source on buffer number `buffer` of `file`, with a
-    /// symbolizer over its saved kallsyms and process maps.
-    pub fn new(file: TraceFile, buffer: usize) -> Self {
+    /// symbolizer over its saved kallsyms and process maps. The file may
+    /// be shared with a thread that indexes it.
+    pub fn new(file: Arc<TraceFile>, buffer: usize) -> Self {
         let sym = file::symbolizer(&file);
         let texts = view::Texts::for_file(&file);
         FileSource {
@@ -55,8 +58,13 @@ impl FileSource {
     }
 
     /// The file.
-    pub fn file(&self) -> &TraceFile {
+    pub fn file(&self) -> &Arc<TraceFile> {
         &self.file
+    }
+
+    /// Index of its buffer in the file's buffers.
+    pub fn buffer(&self) -> usize {
+        self.buffer
     }
 
     /// Looks the files that user stacks map up under `root`.
@@ -69,14 +77,6 @@ impl FileSource {
     pub fn with_live_maps(mut self) -> Self {
         self.sym = std::mem::take(&mut self.sym).with_live_maps(true);
         self
-    }
-
-    /// Indexes the buffer.
-    pub fn load(&self) -> Index {
-        match self.file.buffers().get(self.buffer) {
-            Some(b) => file::load(&self.file, b),
-            None => Index::default(),
-        }
     }
 }
 

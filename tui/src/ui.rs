@@ -403,6 +403,15 @@ fn render_status(f: &mut Frame<'_>, app: &App, area: Rect) {
             Span::raw(p.text.clone()),
             Span::styled("_", Style::default().add_modifier(Modifier::SLOW_BLINK)),
         ])
+    } else if let Some(l) = &app.loading {
+        let mut line = vec![Span::styled(
+            l.clone(),
+            Style::default().add_modifier(Modifier::REVERSED),
+        )];
+        if !app.message.is_empty() {
+            line.push(Span::raw(format!(" | {}", app.message)));
+        }
+        Line::from(line)
     } else if !app.message.is_empty() {
         Line::raw(app.message.clone())
     } else {

@@ -36,22 +36,74 @@ pub fn buffer<'f>(file: &'f TraceFile, name: Option<&str>) -> Result<&'f Buffer,
         None => file
             .buffers()
             .iter()
-            .find(|b| b.cpus.iter().any(|c| !file.cpu_data(c).is_empty()))
+            .find(|b| b.cpus.iter().any(|c| c.data_size() > 0))
             .or_else(|| file.buffers().first())
             .ok_or_else(|| Error::NoBuffer(String::new())),
     }
 }
 
+/// A locator over `buf`'s CPU data that decompresses no more than the
+/// first chunk of each CPU.
 fn locator(file: &TraceFile, buf: &Buffer) -> Locator {
-    Locator::new(buf.cpus.iter().map(|c| (c.cpu, file.cpu_data(c)))).with_page_size(buf.page_size)
+    Locator::with_lengths(
+        buf.cpus
+            .iter()
+            .map(|c| (c.cpu, file.cpu_data_upto(c, 1), c.data_size())),
+    )
+    .with_page_size(buf.page_size)
 }
 
 /// Indexes and stitches one buffer of a trace file in one pass.
 pub fn load(file: &TraceFile, buf: &Buffer) -> Index {
+    load_with(file, buf, Extent::All, |_, _| true)
+}
+
+/// How much of a buffer [`load_with`] indexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Extent {
+    /// Every record.
+    All,
+    /// The first records (and losses), in time order, up to this many:
+    /// groups still open at the end are pending, as at the end of a file.
+    First(usize),
+}
+
+/// Records between two calls of [`load_with`]'s `progress`.
+const PROGRESS_STEP: usize = 1 << 16;
+
+/// [`load`] of `extent`, calling `progress(done, all)` every 65,536
+/// records with the bytes of CPU data read so far and in all. When
+/// `progress` returns false, indexing stops there, as if the records ended.
+pub fn load_with(
+    file: &TraceFile,
+    buf: &Buffer,
+    extent: Extent,
+    mut progress: impl FnMut(u64, u64) -> bool,
+) -> Index {
     let formats = file.formats().iter().cloned();
     let comms = Comms::parse(&String::from_utf8_lossy(file.cmdlines()));
     let loc = locator(file, buf);
-    let mut idx = Index::build(formats, comms, &loc, file.records(buf));
+    let limit = match extent {
+        Extent::All => usize::MAX,
+        Extent::First(n) => n,
+    };
+    let mut records = file.records(buf);
+    let mut n = 0usize;
+    let items = std::iter::from_fn(|| {
+        if n == limit {
+            return None;
+        }
+        n += 1;
+        if n % PROGRESS_STEP == 0 {
+            let (done, all) = records.progress();
+            if !progress(done, all) {
+                n = limit;
+                return None;
+            }
+        }
+        records.next()
+    });
+    let mut idx = Index::build(formats, comms, &loc, items);
     idx.kernel_lost = file
         .buffer_stats()
         .into_iter()
@@ -63,14 +115,19 @@ pub fn load(file: &TraceFile, buf: &Buffer) -> Index {
 }
 
 /// The record of an indexed event, read again from the file.
+///
+/// Compressed data is decompressed up to the end of the record's page, not
+/// further.
 pub fn record<'f>(file: &'f TraceFile, buf: &'f Buffer, ev: &EventMeta) -> Option<Record<'f>> {
     let c = buf.cpus.iter().find(|c| c.cpu == u32::from(ev.cpu))?;
-    let data = ev.payload(file.cpu_data(c))?;
+    let page = buf.page_size.max(1);
+    let end = ev.end()?.div_ceil(page).saturating_mul(page);
+    let cpu_data = file.cpu_data_upto(c, end);
     Some(Record {
         cpu: u32::from(ev.cpu),
         ts: ev.ts,
-        data,
-        extent: ev.extent(file.cpu_data(c))?,
+        data: ev.payload(cpu_data)?,
+        extent: ev.extent(cpu_data)?,
     })
 }
 

@@ -287,6 +287,11 @@ impl EventMeta {
         cpu_data.get(off..off.checked_add(len)?)
     }
 
+    /// Where the payload ends in its CPU's data, when known.
+    pub fn end(&self) -> Option<usize> {
+        (self.loc != u64::MAX).then(|| ((self.loc >> 16) + (self.loc & 0xffff)) as usize)
+    }
+
     /// The payload and the bytes after it in the CPU's data (see
     /// `ustack_tracedata::Record::extent`).
     pub fn extent<'d>(&self, cpu_data: &'d [u8]) -> Option<&'d [u8]> {
@@ -306,12 +311,15 @@ pub struct Locator {
 }
 
 impl Locator {
-    /// A locator over the data of each CPU.
-    pub fn new<'d>(cpus: impl IntoIterator<Item = (u32, &'d [u8])>) -> Self {
+    /// A locator over CPU data of which only a prefix is at hand:
+    /// `(cpu, prefix, length of the whole data)`. The data that follows
+    /// the prefix must come to lie right after it (lazily decompressed
+    /// data does).
+    pub fn with_lengths<'d>(cpus: impl IntoIterator<Item = (u32, &'d [u8], usize)>) -> Self {
         Locator {
             bases: cpus
                 .into_iter()
-                .map(|(c, d)| (c, d.as_ptr() as usize, d.len()))
+                .map(|(c, d, len)| (c, d.as_ptr() as usize, len.max(d.len())))
                 .collect(),
             page_size: 0,
         }

@@ -141,3 +141,30 @@ fn loss_of_unknown_size_takes_the_kernel_count_from_cpustat() {
         vec![(0, 0, true), (1, 7, false), (2, 0, true)]
     );
 }
+
+#[test]
+fn indexing_reports_progress_and_stops_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo.dat");
+    ustack_testdata::demo(30_000, 2).write(&path).unwrap();
+    let f = TraceFile::open(&path).unwrap();
+    let buf = file::buffer(&f, None).unwrap();
+    let all = file::load(&f, buf);
+    assert!(all.events.len() > 3 * 65_536);
+
+    // Progress grows, never past the data's size; a false stops indexing
+    // right there, as if the records ended.
+    let mut seen = Vec::new();
+    let cut = file::load_with(&f, buf, file::Extent::All, |done, all| {
+        seen.push((done, all));
+        seen.len() < 2
+    });
+    assert_eq!(seen.len(), 2);
+    assert!(seen[0].0 < seen[1].0 && seen[1].0 <= seen[1].1, "{seen:?}");
+    assert_eq!(cut.events.len() + cut.losses.len(), 2 * 65_536 - 1);
+    assert_eq!(cut.events[..], all.events[..cut.events.len()]);
+
+    let first = file::load_with(&f, buf, file::Extent::First(1000), |_, _| true);
+    assert_eq!(first.events.len() + first.losses.len(), 1000);
+    assert_eq!(first.events[..], all.events[..first.events.len()]);
+}

@@ -1126,6 +1126,17 @@ impl TraceFile {
         self.cpu_bytes(c)
     }
 
+    /// The raw pages of one CPU of a buffer, at least their first `end`
+    /// bytes: [`TraceFile::cpu_data`] without decompressing past `end`
+    /// (fewer bytes when a chunk before `end` does not decompress). The
+    /// slice starts where `cpu_data`'s does.
+    pub fn cpu_data_upto<'s>(&'s self, c: &'s CpuSection, end: usize) -> &'s [u8] {
+        match &c.data {
+            DataRef::Mapped(r) => &self.bytes[r.clone()],
+            DataRef::Lazy(l) => l.upto(&self.bytes, end).unwrap_or_else(|_| l.decoded()),
+        }
+    }
+
     /// Gives the mapped pages of `c`'s data back to the kernel, as
     /// [`TraceFile::records`] does while it reads: for readers that come
     /// back to [`TraceFile::cpu_data`] at random, and so would otherwise

@@ -294,6 +294,16 @@ impl<'a> Records<'a> {
         self.failed
     }
 
+    /// How far the merge got: bytes of CPU data whose pages were reached,
+    /// and the bytes of CPU data in all (uncompressed), over every CPU.
+    pub fn progress(&self) -> (u64, u64) {
+        self.streams.iter().fold((0, 0), |(done, all), s| {
+            let len = s.data.len();
+            let reached = if s.done { len } else { s.next_page.min(len) };
+            (done + reached as u64, all + len as u64)
+        })
+    }
+
     /// Loads the next event of stream `i` and queues it by timestamp.
     #[inline]
     fn fill_and_push(&mut self, i: usize) {

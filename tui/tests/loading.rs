@@ -1,0 +1,88 @@
+//! Opening large files: the first screen over the first events, the rest
+//! indexed by a background [`ustack_tui::loader::Loader`].
+
+mod common;
+
+use common::*;
+use ustack_printer::select::Selection;
+use ustack_stitch::Status;
+use ustack_tui::app::Msg;
+use ustack_tui::loader::FIRST_EVENTS;
+
+/// Demo groups: about 7 records each, so well over [`FIRST_EVENTS`].
+const GROUPS: usize = 30_000;
+
+#[test]
+fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
+    let f = fixture(Some(GROUPS));
+    let (full, _) = ustack_tui::open(&f.path, None, (120, 40)).unwrap();
+    assert!(full.idx.events.len() > 2 * FIRST_EVENTS);
+
+    let select = Selection::default();
+    let (mut first, mut src, loader) =
+        ustack_tui::open_first(&f.path, None, (120, 40), &select).unwrap();
+    let loader = loader.expect("a file larger than the first screen's share");
+    // Exactly the first records in time order: the same events, seq by seq.
+    let n = first.idx.events.len();
+    assert_eq!(n + first.idx.losses.len(), FIRST_EVENTS);
+    assert_eq!(first.idx.events[..], full.idx.events[..n]);
+    // A group complete in the beginning is the same group in the whole:
+    // its stack came, so no later record changes it.
+    let key = |g: &ustack_stitch::Group| (g.pid, g.cookie, g.first_ts);
+    let whole: std::collections::HashMap<_, _> = full
+        .idx
+        .stitched
+        .groups
+        .iter()
+        .map(|g| (key(g), g))
+        .collect();
+    let complete: Vec<_> = first
+        .idx
+        .stitched
+        .groups
+        .iter()
+        .filter(|g| g.status == Status::Complete)
+        .collect();
+    assert!(complete.len() > 1000, "{} complete groups", complete.len());
+    for g in complete {
+        let w = whole.get(&key(g)).expect("the group is in the whole index");
+        assert_eq!(
+            (&g.events, g.user_stack, g.status),
+            (&w.events, w.user_stack, w.status)
+        );
+    }
+
+    // The status line says what is shown while the rest is indexed.
+    first.loading = Some(loader.status());
+    first.refresh(&mut src);
+    draw(&mut first, &mut src);
+    let status = screen(&first).last().cloned().unwrap_or_default();
+    assert!(
+        status.starts_with("indexing ") && status.contains("showing the first 100000 events"),
+        "{status:?}"
+    );
+
+    // The user moved on the first screen; the whole index keeps the place.
+    send(&mut first, &mut src, &[Msg::Down(7)]);
+    let chosen = key(&first.idx.stitched.groups[first.selected_group().unwrap()]);
+    let loaded = loader.wait().unwrap();
+    let mut next = loaded.app;
+    next.carry_over(&first);
+    assert_eq!(next.idx.events.len(), full.idx.events.len());
+    assert_eq!(
+        next.idx.stitched.groups.len(),
+        full.idx.stitched.groups.len()
+    );
+    let now = key(&next.idx.stitched.groups[next.selected_group().unwrap()]);
+    assert_eq!((now, next.gsel), (chosen, 7));
+}
+
+#[test]
+fn a_small_file_is_indexed_whole_at_once() {
+    let f = fixture(Some(100));
+    let (app, _, loader) =
+        ustack_tui::open_first(&f.path, None, (120, 40), &Selection::default()).unwrap();
+    assert!(loader.is_none());
+    let (full, _) = ustack_tui::open(&f.path, None, (120, 40)).unwrap();
+    assert_eq!(app.idx.events, full.idx.events);
+}
