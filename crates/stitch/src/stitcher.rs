@@ -60,26 +60,50 @@ use std::num::NonZeroU64;
 /// Index of a stack in [`Stacks`].
 pub type StackId = u32;
 
-/// Arena of stacks (raw addresses, innermost frame first).
+/// Arena of stacks (raw addresses, innermost frame first), each distinct
+/// stack stored once: a trace repeats the same few stacks (one call site,
+/// one kernel path) millions of times.
 ///
 /// # Invariants
 ///
 /// `ends` is non-decreasing and its last entry is `addrs.len()`: stack `i`
 /// is `addrs[ends[i - 1]..ends[i]]` (from 0 for the first). One `usize`
-/// per stack instead of a (start, length) pair: report --stacks and the
-/// TUI hold two stacks per group.
+/// per stack instead of a (start, length) pair. `seen` maps the hash of a
+/// stored stack ([`Stacks::hash`]) to one stack with that hash.
 #[derive(Debug, Default, Clone)]
 pub struct Stacks {
     addrs: Vec<u64>,
     ends: Vec<usize>,
+    seen: HashMap<u64, StackId>,
 }
 
 impl Stacks {
-    /// Stores a stack and returns its id.
+    /// Stores a stack, unless an equal one is stored already, and returns
+    /// its id.
     pub fn push(&mut self, stack: &[u64]) -> StackId {
+        let h = Self::hash(stack);
+        if let Some(&id) = self.seen.get(&h) {
+            if self.get(id) == stack {
+                return id;
+            }
+        }
         self.addrs.extend_from_slice(stack);
         self.ends.push(self.addrs.len());
-        (self.ends.len() - 1) as StackId
+        let id = (self.ends.len() - 1) as StackId;
+        // On a collision the first stack keeps the slot: the later one is
+        // stored again each time, which is correct, only not shared.
+        self.seen.entry(h).or_insert(id);
+        id
+    }
+
+    /// A 64-bit hash of the words of a stack (multiply and rotate, as
+    /// rustc's FxHash: addresses are not chosen by an adversary, and the
+    /// stored stack is compared before it is shared).
+    fn hash(stack: &[u64]) -> u64 {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        stack.iter().fold(stack.len() as u64, |h, &w| {
+            (h.rotate_left(5) ^ w).wrapping_mul(K)
+        })
     }
 
     /// The addresses of stack `id` (empty for an unknown id).
@@ -996,4 +1020,36 @@ pub fn stitch<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> Stitched {
         s.push(i);
     }
     s.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Stacks;
+
+    #[test]
+    fn equal_stacks_are_stored_once_and_others_apart() {
+        let mut s = Stacks::default();
+        let a = s.push(&[0x10, 0x20, 0x30]);
+        let b = s.push(&[0x10, 0x20]);
+        let empty = s.push(&[]);
+        assert_eq!(s.push(&[0x10, 0x20, 0x30]), a);
+        assert_eq!(s.push(&[]), empty);
+        // The same words in another order, or one more: other stacks.
+        let c = s.push(&[0x30, 0x20, 0x10]);
+        let d = s.push(&[0x10, 0x20, 0x30, 0]);
+        let ids = [a, b, empty, c, d];
+        for (i, x) in ids.iter().enumerate() {
+            assert!(!ids[i + 1..].contains(x), "{ids:?}");
+        }
+        assert_eq!(s.len(), 5);
+        assert_eq!(s.get(b), &[0x10, 0x20]);
+        assert_eq!(s.get(d), &[0x10, 0x20, 0x30, 0]);
+        // Many distinct stacks each keep their own words.
+        let many: Vec<_> = (0..10_000u64).map(|i| s.push(&[i, i * 7, !i])).collect();
+        for (i, &id) in many.iter().enumerate() {
+            let i = i as u64;
+            assert_eq!(s.get(id), &[i, i * 7, !i]);
+        }
+        assert_eq!(s.len(), 5 + 10_000);
+    }
 }
