@@ -186,7 +186,7 @@ fn tui_first_frame(path: &Path) -> Res<Round> {
 /// the whole file is indexed afterwards, in the background (stopped here).
 fn tui_first_screen(path: &Path) -> Res<Round> {
     let size = (200, 50);
-    let select = ustack_printer::select::Selection::default();
+    let select = ustack_tui::Selection::default();
     let (app, src, loader) =
         ustack_tui::open_first(path, None, size, &select).map_err(|e| e.to_string())?;
     let r = drawn(app, src, size);

@@ -336,7 +336,13 @@ fn tui_live_in_tmux() {
     );
     t.wait_for("live: recording");
     std::fs::write(&go, "").unwrap();
-    let s = t.wait_for("live: stopped: the command exited with status 0");
+    t.wait_for("live: stopped: the command exited with status 0");
+    // The last snapshot, taken at the stop, is indexed in the background.
+    let s = t.wait_gone("indexing ");
+    assert!(
+        s.contains("live: stopped: the command exited with status 0"),
+        "{s}"
+    );
     let head = s.lines().next().unwrap_or("");
     assert!(head.starts_with(" live | "), "{s}");
     // The command's groups are there, with the comm of the shell.
@@ -645,6 +651,8 @@ fn tui_live_symbolizes_what_record_does() {
     // SAFETY: kill(2) on the tracer-cli the tmux pane runs, still running.
     unsafe { libc::kill(pid, libc::SIGINT) };
     t.wait_for("live: stopped");
+    // The last snapshot, taken at the stop, is indexed in the background.
+    t.wait_gone("indexing ");
     let live = pie_tree(&t);
     t.keys(&["q"]);
     assert_eq!(wait_exit(&t, &status, 30), "0");

@@ -20,7 +20,7 @@ pub use crate::model::{
     StatusCounts, Tab, Viewport,
 };
 use crate::source::Source;
-use crate::tree::CallTree;
+use crate::tree::{CallTree, Expansion};
 
 /// No group: the value of [`App::group_of_event`] for an event in none.
 const NO_GROUP: u32 = u32::MAX;
@@ -79,6 +79,9 @@ pub struct App {
     pub tree: Option<CallTree>,
     /// Build the call tree bottom-up.
     pub bottom_up: bool,
+    /// What of the call tree a previous state had expanded, applied when
+    /// the tree is built ([`App::carry_over`]).
+    expansion: Option<Expansion>,
     /// Selected row of the call tree.
     pub tsel: usize,
     /// First shown row of the call tree.
@@ -193,6 +196,7 @@ impl App {
             show_internal: false,
             tree: None,
             bottom_up: false,
+            expansion: None,
             tsel: 0,
             toff: 0,
             size,
@@ -700,7 +704,11 @@ impl App {
         self.eoff = scroll_to(self.eoff, self.esel, er, self.event_count());
         if self.tab == Tab::Tree {
             if self.tree.is_none() {
-                self.tree = Some(self.build_tree(src));
+                let mut tree = self.build_tree(src);
+                if let Some(e) = self.expansion.take() {
+                    tree.expand(&e);
+                }
+                self.tree = Some(tree);
             }
             let n = self.tree.as_ref().map_or(0, |t| t.rows.len());
             self.tsel = self.tsel.min(n.saturating_sub(1));
@@ -752,8 +760,9 @@ impl App {
 
 impl App {
     /// Carries the user's view (tab, focus, sort, filters, search, prompt,
-    /// help, message, selections) over from `old`, the state of a previous
-    /// snapshot of the same, growing trace. The selected group is found
+    /// help, message, selections, the expanded call-tree nodes) over from
+    /// `old`, the state of a previous snapshot of the same, growing trace
+    /// (or of its first events only). The selected group is found
     /// again by (pid, cookie, first timestamp); a selection on the last
     /// event stays on the last event (follows the tail).
     pub fn carry_over(&mut self, old: &App) {
@@ -761,6 +770,11 @@ impl App {
         self.focus = old.focus;
         self.show_internal = old.show_internal;
         self.bottom_up = old.bottom_up;
+        self.expansion = old
+            .tree
+            .as_ref()
+            .map(CallTree::expansion)
+            .or_else(|| old.expansion.clone());
         self.tsel = old.tsel;
         self.toff = old.toff;
         self.sort = old.sort;

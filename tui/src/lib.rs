@@ -43,7 +43,9 @@ use crossterm::terminal::{
 };
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::Terminal;
-use ustack_printer::select::Selection;
+/// What the command line selects (`-F`, `--cpu`, `--pid`...), as
+/// `report --stacks` takes it.
+pub use ustack_printer::select::Selection;
 
 use crate::app::App;
 use crate::loader::{Loader, Target, FIRST_EVENTS};

@@ -55,6 +55,13 @@ pub struct CallTree {
 /// it is a kernel frame.
 pub type TreeFrame = (String, bool);
 
+/// Which nodes of a tree are expanded, each named by the frames from the
+/// root to it. It outlives the tree, so that a tree built again over new
+/// data (a live snapshot, the whole index after the first screen) shows
+/// what the user had opened.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Expansion(Vec<Vec<TreeFrame>>);
+
 impl CallTree {
     /// Merges `stacks` (each outermost frame first; empty ones are counted
     /// in `groups` only). Top-level nodes start collapsed.
@@ -171,6 +178,45 @@ impl CallTree {
             let node = &mut self.nodes[n as usize];
             node.expanded = !node.children.is_empty();
             todo.extend(node.children.iter().copied());
+        }
+        self.update_rows();
+    }
+
+    /// The expanded nodes, collapsed parents or not.
+    pub fn expansion(&self) -> Expansion {
+        let mut out = Vec::new();
+        let mut todo: Vec<(NodeId, Vec<TreeFrame>)> = vec![(0, Vec::new())];
+        while let Some((id, path)) = todo.pop() {
+            let n = &self.nodes[id as usize];
+            if id != 0 && n.expanded {
+                out.push(path.clone());
+            }
+            for &c in &n.children {
+                let child = &self.nodes[c as usize];
+                let mut p = path.clone();
+                p.push((child.name.clone(), child.kernel));
+                todo.push((c, p));
+            }
+        }
+        Expansion(out)
+    }
+
+    /// Expands the nodes of `e` that this tree has.
+    pub fn expand(&mut self, e: &Expansion) {
+        for path in &e.0 {
+            let mut at = Some(0);
+            for (name, kernel) in path {
+                at = at.and_then(|a| {
+                    self.nodes[a as usize].children.iter().copied().find(|&c| {
+                        let n = &self.nodes[c as usize];
+                        n.name == *name && n.kernel == *kernel
+                    })
+                });
+            }
+            if let Some(n) = at.filter(|&n| n != 0) {
+                let node = &mut self.nodes[n as usize];
+                node.expanded = !node.children.is_empty();
+            }
         }
         self.update_rows();
     }

@@ -86,3 +86,30 @@ fn a_small_file_is_indexed_whole_at_once() {
     let (full, _) = ustack_tui::open(&f.path, None, (120, 40)).unwrap();
     assert_eq!(app.idx.events, full.idx.events);
 }
+
+#[test]
+fn a_state_built_again_keeps_the_expanded_call_tree() {
+    let f = fixture(Some(300));
+    let (mut old, mut src) = open(&f, (120, 40));
+    send(
+        &mut old,
+        &mut src,
+        &[Msg::ShowTab(ustack_tui::app::Tab::Tree)],
+    );
+    let collapsed = old.tree.as_ref().unwrap().rows.len();
+    send(&mut old, &mut src, &[Msg::ExpandAll]);
+    let rows = old.tree.as_ref().unwrap().rows.clone();
+    assert!(rows.len() > collapsed, "{} rows", rows.len());
+
+    let (mut next, mut src) = ustack_tui::open(&f.path, None, (120, 40)).unwrap();
+    next.carry_over(&old);
+    next.refresh(&mut src);
+    assert_eq!(next.tree.as_ref().unwrap().rows, rows);
+    // Once more, from a state whose tree was never built.
+    let (mut again, mut src) = ustack_tui::open(&f.path, None, (120, 40)).unwrap();
+    let mut unbuilt = ustack_tui::open(&f.path, None, (120, 40)).unwrap().0;
+    unbuilt.carry_over(&next);
+    again.carry_over(&unbuilt);
+    again.refresh(&mut src);
+    assert_eq!(again.tree.as_ref().unwrap().rows, rows);
+}
