@@ -107,6 +107,15 @@ fn timed(args: &[String], f: fn(&Path) -> Res<Round>) -> Res<()> {
         r.detail,
         peak_rss_mib()
     );
+    if std::env::var_os("USTACK_BENCH_RSS").is_some() {
+        let st = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        for l in st
+            .lines()
+            .filter(|l| l.starts_with("Rss") || l.starts_with("VmHWM"))
+        {
+            eprintln!("{l}");
+        }
+    }
     Ok(())
 }
 
@@ -152,8 +161,14 @@ fn decode(path: &Path) -> Res<Round> {
         events,
         check,
         detail: format!(
-            "open {:.1} ms, {lost} loss marks",
-            opened.as_secs_f64() * 1e3
+            "open {:.1} ms, {lost} loss marks, {} MiB of event data",
+            opened.as_secs_f64() * 1e3,
+            f.buffers()
+                .iter()
+                .flat_map(|b| &b.cpus)
+                .map(|c| c.data_size())
+                .sum::<usize>()
+                >> 20
         ),
     })
 }

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use ratatui::layout::Rect;
 use ustack_stitch::trace::Index;
 use ustack_stitch::Status;
+use ustack_tracedata::spill::SpillVec;
 
 pub use crate::filter::{Filter, TextMatch};
 use crate::lines;
@@ -95,7 +96,7 @@ pub struct App {
     pub depth: Vec<u16>,
     /// The group of each event by seq ([`NO_GROUP`] for none): grouped
     /// events and attached user stack records.
-    group_of_event: Vec<u32>,
+    group_of_event: SpillVec<u32>,
     /// Cached detail of the selected event (events tab).
     pub edetail: Option<EventDetail>,
     /// Cached detail of the selected group.
@@ -132,7 +133,7 @@ impl App {
                     .unwrap_or(0)
             })
             .collect();
-        let mut group_of_event = vec![NO_GROUP; idx.events.len()];
+        let mut group_of_event = SpillVec::filled(NO_GROUP, idx.events.len());
         for (i, g) in idx.stitched.groups.iter().enumerate() {
             let seqs = g.events.iter().map(|e| e.seq);
             for s in seqs.chain(g.user_stack.map(|u| u.seq)) {
@@ -141,6 +142,8 @@ impl App {
                 }
             }
         }
+        // Written all over: give the pages back (read again when used).
+        group_of_event.release();
         // Every CPU of the trace gets a counter, even without drops; a CPU
         // the file's count leaves out still shows up.
         let mut drops: Vec<CpuDrops> = (0..ncpus)

@@ -37,7 +37,7 @@ fn main() {
         );
         let first = t.elapsed();
         println!(
-            "round {round}: {} events, {} groups: open {:?}, index+stitch {:?} ({:.0} ns/event), first detail {:?} ({} frames); index memory {} MiB",
+            "round {round}: {} events, {} groups: open {:?}, index+stitch {:?} ({:.0} ns/event), first detail {:?} ({} frames); event index {} MiB{}",
             idx.events.len(),
             idx.stitched.groups.len(),
             opened,
@@ -45,7 +45,8 @@ fn main() {
             (loaded - opened).as_nanos() as f64 / idx.events.len().max(1) as f64,
             first - loaded,
             d.user_frames.len(),
-            (idx.events.capacity() * std::mem::size_of::<ustack_stitch::trace::EventMeta>()) >> 20,
+            std::mem::size_of_val(&idx.events[..]) >> 20,
+            if idx.events.spilled() { " (in a temporary file)" } else { "" },
         );
     }
     std::fs::remove_dir_all(&dir).ok();

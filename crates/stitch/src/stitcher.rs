@@ -507,6 +507,27 @@ enum Cover {
     Link(NonZeroU64),
 }
 
+/// Sorts groups by their first timestamp, keeping creation order on ties,
+/// as a stable sort does but without its scratch copy of half the groups
+/// (55 MB for a million groups): an order of indexes is sorted, then
+/// applied in place, cycle by cycle.
+fn sort_groups(groups: &mut [Group]) {
+    let mut order: Vec<u32> = (0..groups.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| (groups[i as usize].first_ts, i));
+    // Position j must get the group now at order[j]; a finished position
+    // is marked by order[j] == j.
+    for i in 0..groups.len() {
+        let mut j = i;
+        while order[j] as usize != i {
+            let k = order[j] as usize;
+            groups.swap(j, k);
+            order[j] = j as u32;
+            j = k;
+        }
+        order[j] = j as u32;
+    }
+}
+
 /// Incremental stitcher: push inputs in time order, then finish.
 #[derive(Debug, Default)]
 pub struct Stitcher {
@@ -669,7 +690,7 @@ impl Stitcher {
                 keep[i - 1]
             });
         }
-        self.out.groups.sort_by_key(|g| g.first_ts);
+        sort_groups(&mut self.out.groups);
         self.out
     }
 
@@ -1024,7 +1045,32 @@ pub fn stitch<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> Stitched {
 
 #[cfg(test)]
 mod tests {
-    use super::Stacks;
+    use super::{sort_groups, Group, GroupKind, Stacks, Status};
+
+    #[test]
+    fn groups_are_sorted_by_time_keeping_creation_order_on_ties() {
+        let ts = [5u64, 3, 5, 1, 3, 9, 0, 5, 2, 2];
+        let mut groups: Vec<Group> = ts
+            .iter()
+            .enumerate()
+            .map(|(i, &t)| Group {
+                pid: i as i32,
+                kind: GroupKind::Kernel,
+                cookie: None,
+                events: Vec::new(),
+                cookie_events: 0,
+                user_stack: None,
+                status: Status::Pending,
+                first_ts: t,
+                last_ts: t,
+                loss_while_open: false,
+            })
+            .collect();
+        let mut expected = groups.clone();
+        expected.sort_by_key(|g| g.first_ts);
+        sort_groups(&mut groups);
+        assert_eq!(groups, expected);
+    }
 
     #[test]
     fn equal_stacks_are_stored_once_and_others_apart() {

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use ustack_tracedata::format::{EventFormat, FieldKind};
 use ustack_tracedata::reader::Item;
+use ustack_tracedata::spill::{Plain, SpillVec};
 use ustack_tracedata::{FieldRef, Record};
 
 use crate::mappings::{KernelMaps, MappingFormat};
@@ -276,6 +277,12 @@ pub struct EventMeta {
     pub id: u16,
 }
 
+// No padding: 8 + 8 + 4 + 2 + 2 bytes.
+const _: () = assert!(std::mem::size_of::<EventMeta>() == 24);
+
+// SAFETY: integers only, no padding (asserted above), no Drop.
+unsafe impl Plain for EventMeta {}
+
 impl EventMeta {
     /// The payload of this event in `cpu_data`, the data of its CPU.
     pub fn payload<'d>(&self, cpu_data: &'d [u8]) -> Option<&'d [u8]> {
@@ -409,7 +416,8 @@ impl Comms {
 #[derive(Debug, Default)]
 pub struct Index {
     /// One entry per record, in merged time order; the position is the seq.
-    pub events: Vec<EventMeta>,
+    /// In a temporary file once large ([`SpillVec`]).
+    pub events: SpillVec<EventMeta>,
     /// Losses, in order.
     pub losses: Vec<LossMark>,
     /// The stitched groups.
@@ -460,7 +468,7 @@ impl Index {
         let special = SpecialEvents::new(formats.values());
         let mut comms = comms;
         let mut st = Stitcher::new();
-        let mut events = Vec::new();
+        let mut events = SpillVec::new();
         let mut losses = Vec::new();
         let mut scratch = Vec::new();
         let mut error = None;

@@ -151,6 +151,8 @@ fn indexing_reports_progress_and_stops_when_asked() {
     let buf = file::buffer(&f, None).unwrap();
     let all = file::load(&f, buf);
     assert!(all.events.len() > 3 * 65_536);
+    // 24 bytes an event: the index moved into its temporary file.
+    assert!(all.events.spilled());
 
     // Progress grows, never past the data's size; a false stops indexing
     // right there, as if the records ended.

@@ -55,6 +55,7 @@ pub mod page;
 pub mod procmaps;
 pub mod reader;
 pub mod record;
+pub mod spill;
 pub mod stats;
 pub mod writer;
 

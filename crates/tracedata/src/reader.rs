@@ -1205,7 +1205,8 @@ impl TraceFile {
                 let s = CpuStream::new(c.cpu, src, buffer.page_size, &buffer.name);
                 match (&self.bytes, &c.data) {
                     (Bytes::Map(m), DataRef::Mapped(r)) => s.release_read_pages(m, r.start),
-                    (_, DataRef::Lazy(l)) => s.release_decoded(l),
+                    (Bytes::Map(m), DataRef::Lazy(l)) => s.release_decoded(l, Some(m)),
+                    (_, DataRef::Lazy(l)) => s.release_decoded(l, None),
                     _ => s,
                 }
             })

@@ -153,6 +153,9 @@ pub(super) struct LazyData {
     total: usize,
     buf: OnceLock<Backing>,
     done: AtomicUsize,
+    /// File offset where the frame of the last decoded chunk ends (0
+    /// before the first): the frames before it are not read again.
+    frames_done: AtomicUsize,
     progress: Mutex<Progress>,
 }
 
@@ -224,6 +227,7 @@ impl LazyData {
             total,
             buf: OnceLock::new(),
             done: AtomicUsize::new(0),
+            frames_done: AtomicUsize::new(0),
             progress: Mutex::new(Progress {
                 next_chunk: 0,
                 decoder: None,
@@ -319,6 +323,7 @@ impl LazyData {
                 continue;
             }
             p.next_chunk = i + 1;
+            self.frames_done.store(chunk.frame.end, Ordering::Release);
             self.done.store(done + chunk.size, Ordering::Release);
             // What was just written is read back from the page cache when
             // a reader gets to it.
@@ -328,6 +333,13 @@ impl LazyData {
             }
         }
         Ok(self.decoded())
+    }
+
+    /// The file bytes of the compressed frames already decoded (they are
+    /// not read again), as a range of the file.
+    pub(super) fn frames_decoded(&self) -> Range<usize> {
+        let end = self.frames_done.load(Ordering::Acquire);
+        self.extent.start..end.max(self.extent.start)
     }
 
     /// The chunk table and compressed frames, as a range of the file.

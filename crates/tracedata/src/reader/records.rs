@@ -149,10 +149,15 @@ impl<'a, S: Pages> CpuStream<'a, S> {
     }
 
     /// Gives the pages of decoded data `lazy` back to the kernel once read
-    /// (see [`Behind`]).
-    pub(super) fn release_decoded(mut self, lazy: &'a LazyData) -> Self {
+    /// (see [`Behind`]), and the pages of its compressed frames in `map`,
+    /// the file mapping, once decoded.
+    pub(super) fn release_decoded(
+        mut self,
+        lazy: &'a LazyData,
+        map: Option<&'a memmap2::Mmap>,
+    ) -> Self {
         self.behind = Some(Behind {
-            pages: Released::Lazy(lazy),
+            pages: Released::Lazy(lazy, map.map(|m| (m, 0))),
             released: 0,
         });
         self
@@ -410,8 +415,9 @@ struct Behind<'a> {
 enum Released<'a> {
     /// The file mapping, the CPU's data at this offset in it.
     Map(&'a memmap2::Mmap, usize),
-    /// Decoded compressed data.
-    Lazy(&'a LazyData),
+    /// Decoded compressed data, and the file mapping its frames are in
+    /// with the file offset up to which they were given back.
+    Lazy(&'a LazyData, Option<(&'a memmap2::Mmap, usize)>),
 }
 
 impl Behind<'_> {
@@ -423,9 +429,19 @@ impl Behind<'_> {
         if offset < self.released + Self::STEP {
             return;
         }
-        match self.pages {
-            Released::Map(map, at) => dont_need(map, at + self.released, offset - self.released),
-            Released::Lazy(l) => l.release(self.released..offset),
+        match &mut self.pages {
+            Released::Map(map, at) => dont_need(map, *at + self.released, offset - self.released),
+            Released::Lazy(l, frames) => {
+                l.release(self.released..offset);
+                if let Some((map, from)) = frames {
+                    let done = l.frames_decoded();
+                    let start = (*from).max(done.start);
+                    if done.end > start {
+                        dont_need(map, start, done.end - start);
+                        *from = done.end;
+                    }
+                }
+            }
         }
         self.released = offset;
     }

@@ -1,0 +1,333 @@
+//! An array of plain values that lives in an unlinked temporary file once
+//! it grows large, so that an index of tens of millions of events does not
+//! have to stay resident.
+//!
+//! [`SpillVec`] starts as an ordinary vector. Past [`SPILL_BYTES`] it moves
+//! into a temporary file mapped shared (as the decompressed data of
+//! [`crate::reader`] does) and keeps growing there. Pages the writer has
+//! passed are given back to the kernel as it goes, and a reader that went
+//! over the whole array gives them back with [`SpillVec::release`]: they
+//! stay in the page cache, the kernel may write them out under memory
+//! pressure, and the next access reads them again. Where no temporary file
+//! can be made the array stays in memory.
+
+use std::fmt;
+use std::fs::File;
+use std::marker::PhantomData;
+use std::ops::{Deref, DerefMut};
+
+/// Values that are plain bytes: safe to store in a file and read back.
+///
+/// # Safety
+///
+/// The type has no padding, no pointers or references, no `Drop`, and any
+/// bytes written by a value of it read back as that value. Its alignment
+/// is at most a page.
+pub unsafe trait Plain: Copy + 'static {}
+
+// SAFETY: integers are plain bytes.
+unsafe impl Plain for u8 {}
+// SAFETY: as above.
+unsafe impl Plain for u16 {}
+// SAFETY: as above.
+unsafe impl Plain for u32 {}
+// SAFETY: as above.
+unsafe impl Plain for u64 {}
+
+/// Size from which a [`SpillVec`] moves into a temporary file.
+pub const SPILL_BYTES: usize = 4 << 20;
+
+/// Written bytes between two releases of the pages behind the writer.
+const RELEASE_STEP: usize = 1 << 20;
+
+const PAGE: usize = 4096;
+
+/// A growable array of [`Plain`] values, in memory while small and in a
+/// mapped temporary file once large; see the module documentation.
+pub struct SpillVec<T: Plain> {
+    store: Store<T>,
+    len: usize,
+    /// Bytes from the start whose pages were given back behind the writer.
+    released: usize,
+    _t: PhantomData<T>,
+}
+
+/// Where the values are.
+///
+/// # Invariants
+/// `Mem`: the vector holds exactly `len` values. `File`: `map` maps all of
+/// `file`, which is `cap * size_of::<T>()` bytes long, unlinked and open
+/// only here; `len <= cap`.
+enum Store<T> {
+    Mem(Vec<T>),
+    File {
+        file: File,
+        map: memmap2::MmapMut,
+        cap: usize,
+    },
+}
+
+impl<T: Plain> Default for SpillVec<T> {
+    fn default() -> Self {
+        SpillVec {
+            store: Store::Mem(Vec::new()),
+            len: 0,
+            released: 0,
+            _t: PhantomData,
+        }
+    }
+}
+
+impl<T: Plain + fmt::Debug> fmt::Debug for SpillVec<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let place = match self.store {
+            Store::Mem(_) => "in memory",
+            Store::File { .. } => "in a temporary file",
+        };
+        write!(f, "<{} values {place}>", self.len)
+    }
+}
+
+impl<T: Plain> Clone for SpillVec<T> {
+    fn clone(&self) -> Self {
+        self.iter().copied().collect()
+    }
+}
+
+impl<T: Plain> SpillVec<T> {
+    /// An empty array.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `n` copies of `v`.
+    pub fn filled(v: T, n: usize) -> Self {
+        let mut s = Self::new();
+        for _ in 0..n {
+            s.push(v);
+        }
+        s
+    }
+
+    /// Whether the values are in a temporary file.
+    pub fn spilled(&self) -> bool {
+        matches!(self.store, Store::File { .. })
+    }
+
+    /// Appends a value.
+    pub fn push(&mut self, v: T) {
+        let size = std::mem::size_of::<T>();
+        if let Store::Mem(vals) = &self.store {
+            if (vals.len() + 1) * size <= SPILL_BYTES || !self.spill() {
+                if let Store::Mem(vals) = &mut self.store {
+                    vals.push(v);
+                    self.len += 1;
+                }
+                return;
+            }
+        }
+        let Store::File { cap, .. } = &self.store else {
+            unreachable!("spilled above")
+        };
+        if self.len == *cap && !self.grow() {
+            // Out of disk: keep going in memory rather than lose data.
+            self.unspill();
+            return self.push(v);
+        }
+        let Store::File { map, .. } = &mut self.store else {
+            unreachable!("still spilled")
+        };
+        // SAFETY: `len < cap` (grown above), so the slot lies in the map
+        // (type invariant); the map is page-aligned and T's alignment is at
+        // most a page (Plain), so the slot is aligned.
+        unsafe { map.as_mut_ptr().cast::<T>().add(self.len).write(v) };
+        self.len += 1;
+        let written = self.len * size;
+        if written >= self.released + RELEASE_STEP {
+            let end = written / PAGE * PAGE;
+            self.advise(self.released..end);
+            self.released = end;
+        }
+    }
+
+    /// Gives every page of a spilled array back to the kernel: for readers
+    /// that went over much of it. Values read later are read again from
+    /// the temporary file.
+    pub fn release(&self) {
+        if let Store::File { map, .. } = &self.store {
+            self.advise(0..map.len());
+        }
+    }
+
+    fn advise(&self, r: std::ops::Range<usize>) {
+        let Store::File { map, .. } = &self.store else {
+            return;
+        };
+        let start = r.start.next_multiple_of(PAGE);
+        let end = r.end.min(map.len()) / PAGE * PAGE;
+        if start < end {
+            // SAFETY: MADV_DONTNEED on a shared file mapping only drops
+            // this process's page table entries: the bytes stay in the file
+            // and the next access reads them again, so no borrowed slice
+            // sees a change.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
+
+    /// Moves the values into a temporary file; false (and nothing changed)
+    /// when none can be made.
+    fn spill(&mut self) -> bool {
+        if self.spilled() {
+            return true;
+        }
+        let size = std::mem::size_of::<T>().max(1);
+        let cap = (2 * SPILL_BYTES / size).max(self.len + 1);
+        let Some((file, mut map)) = temp_map(cap * size) else {
+            return false;
+        };
+        let bytes = self.bytes();
+        map[..bytes.len()].copy_from_slice(bytes);
+        self.store = Store::File { file, map, cap };
+        self.released = 0;
+        true
+    }
+
+    /// Doubles the file; false when it cannot.
+    fn grow(&mut self) -> bool {
+        let Store::File { file, map, cap } = &mut self.store else {
+            return false;
+        };
+        let size = std::mem::size_of::<T>().max(1);
+        let new_cap = *cap * 2;
+        if file.set_len((new_cap * size) as u64).is_err() {
+            return false;
+        }
+        // SAFETY: the file is unlinked and open only here (type invariant):
+        // nothing else truncates or writes it while it is mapped.
+        let Ok(new_map) = (unsafe { memmap2::MmapMut::map_mut(&*file) }) else {
+            return false;
+        };
+        *map = new_map;
+        *cap = new_cap;
+        // The new mapping has no pages resident: nothing behind the writer
+        // to give back.
+        self.released = self.len * size / PAGE * PAGE;
+        true
+    }
+
+    /// Brings a spilled array back into memory.
+    fn unspill(&mut self) {
+        let vals = self.to_vec();
+        self.store = Store::Mem(vals);
+    }
+
+    /// The values as bytes.
+    fn bytes(&self) -> &[u8] {
+        let vals: &[T] = self;
+        // SAFETY: plain values have no padding: all their bytes are
+        // initialized, and any u8 is valid.
+        unsafe {
+            std::slice::from_raw_parts(vals.as_ptr().cast::<u8>(), std::mem::size_of_val(vals))
+        }
+    }
+}
+
+/// A shared mapping of a new unlinked temporary file of `len` bytes.
+fn temp_map(len: usize) -> Option<(File, memmap2::MmapMut)> {
+    let f = tempfile::tempfile().ok()?;
+    f.set_len(len as u64).ok()?;
+    // SAFETY: the file is unlinked and only this process has it open:
+    // nothing else truncates or writes it while it is mapped.
+    let map = unsafe { memmap2::MmapMut::map_mut(&f) }.ok()?;
+    Some((f, map))
+}
+
+impl<T: Plain> Deref for SpillVec<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match &self.store {
+            Store::Mem(v) => v,
+            // SAFETY: the first `len` values of the map were written by
+            // `push` (plain values: their bytes read back as them) and lie
+            // in the map (`len <= cap`); the map is page-aligned.
+            Store::File { map, .. } => unsafe {
+                std::slice::from_raw_parts(map.as_ptr().cast::<T>(), self.len)
+            },
+        }
+    }
+}
+
+impl<T: Plain> DerefMut for SpillVec<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        let len = self.len;
+        match &mut self.store {
+            Store::Mem(v) => v,
+            // SAFETY: as for Deref, with the unique borrow of `self`.
+            Store::File { map, .. } => unsafe {
+                std::slice::from_raw_parts_mut(map.as_mut_ptr().cast::<T>(), len)
+            },
+        }
+    }
+}
+
+impl<T: Plain> FromIterator<T> for SpillVec<T> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut s = Self::new();
+        for v in iter {
+            s.push(v);
+        }
+        s
+    }
+}
+
+impl<T: Plain> From<Vec<T>> for SpillVec<T> {
+    fn from(v: Vec<T>) -> Self {
+        v.into_iter().collect()
+    }
+}
+
+impl<T: Plain + PartialEq> PartialEq for SpillVec<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self[..] == other[..]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_survive_the_move_into_the_file_growth_and_release() {
+        let n = 3 * SPILL_BYTES / 8 + 12_345;
+        let mut v: SpillVec<u64> = SpillVec::new();
+        for i in 0..n as u64 {
+            v.push(i * 3 + 1);
+            if i == 10 {
+                assert!(!v.spilled());
+            }
+        }
+        assert!(v.spilled());
+        assert_eq!(v.len(), n);
+        assert!(v.iter().enumerate().all(|(i, &x)| x == i as u64 * 3 + 1));
+        // Writes through the slice stay after the pages are given back.
+        v[7] = 99;
+        v[n - 1] = 98;
+        v.release();
+        assert_eq!((v[6], v[7], v[8], v[n - 1]), (19, 99, 25, 98));
+        let c = v.clone();
+        assert!(c == v && c.spilled());
+    }
+
+    #[test]
+    fn a_small_array_stays_in_memory() {
+        let v = SpillVec::filled(7u32, 1000);
+        assert!(!v.spilled());
+        assert_eq!(&v[..3], &[7, 7, 7]);
+        assert_eq!(SpillVec::<u16>::new().len(), 0);
+        let from: SpillVec<u8> = vec![1, 2, 3].into();
+        assert_eq!(&from[..], &[1, 2, 3]);
+    }
+}
