@@ -18,8 +18,9 @@
 #   * first screen: ustack-bench tui-first, what `tracer-cli tui` draws
 #     before the whole file is indexed (median of 3, ms, and peak RSS);
 #   * full index: ustack-bench tui, open + whole index + first draw (1 run);
-#   * `report --stacks | head -50`, ours, and `trace-cmd report | head -50`:
-#     wall time until the pipe is done, and the peak RSS of the reporter;
+#   * `report --stacks | head -50`, `report | head -50` and
+#     `trace-cmd report | head -50`: wall time until the pipe is done, and
+#     the peak RSS of the reporter;
 #   * `report > /dev/null`, ours and trace-cmd's: wall time and peak RSS.
 # Prints one Markdown table (Documentation/benchmarks.md, "Scale").
 # Knobs: BENCH_SCALE (sizes, "1 10 50"), BENCH_HOST_MAX (10), BENCH_KEEP=1.
@@ -40,6 +41,7 @@ cleanup() {
 	[ "${BENCH_KEEP:-0}" = 1 ] && echo "scale.sh: kept $W" >&2 || rm -rf "$W"
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM
 cp target/release/tracer-cli target/release/ustack-bench "$W/"
 T=$W/tracer-cli
 B=$W/ustack-bench
@@ -63,7 +65,7 @@ host() {
 # col CMD...: runs CMD (stdout to /dev/null), prints "wall s / peak MiB".
 col() {
 	/usr/bin/time -f "%e %M" -o "$W/t" "$@" >/dev/null 2>"$W/err" || true
-	awk '{ printf "%.2f s / %d MiB", $1, $2 / 1024 }' "$W/t"
+	tail -1 "$W/t" | awk '{ printf "%.2f s / %d MiB", $1, $2 / 1024 }'
 }
 # head_col CMD...: wall time of `CMD | head -50` and CMD's peak RSS.
 head_col() {
@@ -71,7 +73,8 @@ head_col() {
 	t0=$(date +%s.%N)
 	{ /usr/bin/time -f "%M" -o "$W/t" "$@" 2>"$W/err" || true; } | head -50 >/dev/null
 	t1=$(date +%s.%N)
-	awk -v a="$t0" -v b="$t1" '{ printf "%.2f s / %d MiB", b - a, $1 / 1024 }' "$W/t"
+	# a reporter killed by SIGPIPE has a first line that says so
+	tail -1 "$W/t" | awk -v a="$t0" -v b="$t1" '{ printf "%.2f s / %d MiB", b - a, $1 / 1024 }'
 }
 # bench_row NAME FILE
 bench_row() {
@@ -79,14 +82,15 @@ bench_row() {
 	first=$("$B" tui-first "$f" 3 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%s ms / %s", $5, a[2] }')
 	full=$("$B" tui "$f" 1 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%.2f s / %s", $5 / 1000, a[2] }')
 	events=$("$B" decode "$f" 1 | awk -F'|' '{ gsub(/ /, "", $3); print $3 }')
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
 		"$(du -m "$f" | cut -f1) MiB" "$first" "${full% |}" \
-		"$(head_col "$T" report --stacks -i "$f")" "$(head_col trace-cmd report -i "$f")" \
+		"$(head_col "$T" report --stacks -i "$f")" "$(head_col "$T" report -i "$f")" \
+		"$(head_col trace-cmd report -i "$f")" \
 		"$(col "$T" report -i "$f")" "$(col trace-cmd report -i "$f")"
 }
 
-echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
 	"$B" gen-cookie "$W/demo-$n.dat" $((n * 1000000 / 8)) zstd
 	bench_row "demo-${n}M" "$W/demo-$n.dat"

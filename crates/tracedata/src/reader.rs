@@ -634,8 +634,17 @@ impl TraceFile {
             };
             compression = Some((name, ver));
             let first = c.u64()?;
+            // The chunk tables of compressed data are read at open: their
+            // pages (and, by the kernel's fault-around, their neighbours)
+            // are given back as the tables are read.
+            let release = |r: Range<usize>| {
+                if let Bytes::Map(m) = &bytes {
+                    records::dont_need(m, r.start, r.len());
+                }
+            };
             Self::parse_v7(
                 b,
+                &release,
                 codec,
                 first,
                 page_size,
@@ -775,6 +784,7 @@ impl TraceFile {
     #[allow(clippy::too_many_arguments)]
     fn parse_v7(
         b: &[u8],
+        release: &dyn Fn(Range<usize>),
         codec: Codec,
         first: u64,
         page_size: usize,
@@ -878,7 +888,9 @@ impl TraceFile {
                 .map_err(|e| e.context("CPUCOUNT option"))?;
         }
         for data in buffer_opts {
-            buffers.push(Self::parse_v7_buffer(b, codec, &data, page_size, &budget)?);
+            buffers.push(Self::parse_v7_buffer(
+                b, release, codec, &data, page_size, &budget,
+            )?);
         }
         // The top buffer first, then instances in file order, like trace-cmd.
         buffers.sort_by_key(|b| !b.name.is_empty());
@@ -887,6 +899,7 @@ impl TraceFile {
 
     fn parse_v7_buffer(
         b: &[u8],
+        release: &dyn Fn(Range<usize>),
         codec: Codec,
         data: &[u8],
         page_size: usize,
@@ -931,7 +944,7 @@ impl TraceFile {
                 DataRef::Mapped(mapped_range(b, off, size).map_err(cctx)?)
             } else {
                 // trace-cmd's size leaves out the u32 chunk count in front.
-                DataRef::Lazy(LazyData::new(codec, b, off, size, budget).map_err(cctx)?)
+                DataRef::Lazy(LazyData::new(codec, b, off, size, budget, release).map_err(cctx)?)
             };
             cpus.push(CpuSection {
                 cpu,
@@ -1175,7 +1188,13 @@ impl TraceFile {
         let c = buffer.cpus.iter().find(|c| c.cpu == cpu)?;
         let data = match &c.data {
             DataRef::Mapped(r) => cursor::CursorData::Slice(&self.bytes[r.clone()]),
-            DataRef::Lazy(l) => cursor::CursorData::Window(cursor::Window::new(l, &self.bytes)),
+            DataRef::Lazy(l) => {
+                let map = match &self.bytes {
+                    Bytes::Map(m) => Some(m),
+                    Bytes::Vec(_) => None,
+                };
+                cursor::CursorData::Window(cursor::Window::new(l, &self.bytes, map))
+            }
         };
         let s = CpuStream::new(c.cpu, data, buffer.page_size, &buffer.name);
         let s = match (&self.bytes, &c.data) {
@@ -1320,11 +1339,27 @@ mod tests {
             .map(|i| (0..4096 * (i + 1)).map(|j| (j * 7 + i) as u8).collect())
             .collect();
         let all = parts.concat();
-        let lazy =
-            |b: &[u8]| LazyData::new(Codec::Zstd, b, 0, b.len() as u64 - 4, &Budget::new(1 << 30));
+        let lazy = |b: &[u8]| {
+            LazyData::new(
+                Codec::Zstd,
+                b,
+                0,
+                b.len() as u64 - 4,
+                &Budget::new(1 << 30),
+                &|_| {},
+            )
+        };
         for codec in [Codec::Zstd, Codec::Zlib] {
             let b = chunks(codec, &parts, 0);
-            let l = LazyData::new(codec, &b, 0, b.len() as u64 - 4, &Budget::new(1 << 30)).unwrap();
+            let l = LazyData::new(
+                codec,
+                &b,
+                0,
+                b.len() as u64 - 4,
+                &Budget::new(1 << 30),
+                &|_| {},
+            )
+            .unwrap();
             assert_eq!(l.len(), all.len());
             // Only the chunks up to the asked offset are decoded.
             assert_eq!(l.upto(&b, 1).unwrap(), &all[..4096]);
@@ -1340,8 +1375,8 @@ mod tests {
                 let mut bad = chunks(codec, &p[..1], lie);
                 bad.drain(..4);
                 let b = [&2u32.to_le_bytes()[..], &b[4..], &bad].concat();
-                let l =
-                    LazyData::new(codec, &b, 0, b.len() as u64 - 4, &Budget::new(1 << 30)).unwrap();
+                let budget = Budget::new(1 << 30);
+                let l = LazyData::new(codec, &b, 0, b.len() as u64 - 4, &budget, &|_| {}).unwrap();
                 assert_eq!(l.upto(&b, 10).unwrap(), &parts[0][..]);
                 let e = l.upto(&b, 4097).unwrap_err().to_string();
                 assert!(e.contains("chunk 1"), "{e}");

@@ -28,10 +28,19 @@ pub(super) struct Window<'a> {
     buf: Vec<u8>,
     base: usize,
     next_chunk: usize,
+    /// The file mapping, when `file` is one, and the file offset up to
+    /// which the decoded frames' pages were given back.
+    frames: Option<(&'a memmap2::Mmap, usize)>,
 }
 
+/// Decoded frame bytes between two releases of their file pages.
+const FRAMES_STEP: usize = 1 << 20;
+
 impl<'a> Window<'a> {
-    pub(super) fn new(lazy: &'a LazyData, file: &'a [u8]) -> Self {
+    /// A window on `lazy`, whose chunk table was read from `file`; with
+    /// `map`, the mapping `file` is, the pages of decoded frames are given
+    /// back as the window moves on.
+    pub(super) fn new(lazy: &'a LazyData, file: &'a [u8], map: Option<&'a memmap2::Mmap>) -> Self {
         Window {
             lazy,
             file,
@@ -39,6 +48,7 @@ impl<'a> Window<'a> {
             buf: Vec::new(),
             base: 0,
             next_chunk: 0,
+            frames: map.map(|m| (m, 0)),
         }
     }
 }
@@ -75,6 +85,13 @@ impl Pages for Window<'_> {
             dec.fill(frame, &mut self.buf[old..])
                 .map_err(|e| e.context(format!("chunk {i}")).at(at))?;
             self.next_chunk = i + 1;
+            if let Some((map, from)) = &mut self.frames {
+                let end = frame.as_ptr() as usize + frame.len() - map.as_ptr() as usize;
+                if end >= *from + FRAMES_STEP {
+                    super::records::dont_need(map, *from, end - *from);
+                    *from = end;
+                }
+            }
         }
         Ok(())
     }

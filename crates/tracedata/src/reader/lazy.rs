@@ -183,18 +183,22 @@ impl LazyData {
     /// chunk `u32 compressed size, u32 uncompressed size, frame`; `size`
     /// leaves out the count), checks the declared sizes against the frames
     /// and `budget`, and allocates the buffer, without decompressing.
+    /// `release` is given each range of `file` the table was read from,
+    /// about every megabyte, to give its pages back.
     pub(super) fn new(
         codec: Codec,
         file: &[u8],
         off: u64,
         size: u64,
         budget: &Budget,
+        release: &dyn Fn(Range<usize>),
     ) -> Result<LazyData> {
         let r = super::mapped_range(file, off, size.saturating_add(4))?;
         let mut c = Cur::new(&file[r.clone()], off, "compressed data");
         let count = c.u32()?;
         let mut chunks = Vec::new();
         let mut total = 0usize;
+        let mut released = r.start;
         for i in 0..count {
             let at = c.base + c.pos as u64;
             let ctx = |e: Error| e.context(format!("chunk {i}")).at(at);
@@ -217,7 +221,12 @@ impl LazyData {
                 frame: start..start + csize,
                 size: usize_,
             });
+            if start + csize >= released + WRITE_BACK_STEP {
+                release(released..start + csize);
+                released = start + csize;
+            }
         }
+        release(released..r.end);
         budget.take(total).map_err(|e| e.at(off))?;
         Ok(LazyData {
             codec,
