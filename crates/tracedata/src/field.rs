@@ -81,11 +81,7 @@ impl FieldRef {
             FieldKind::Array { count: 0 } => Some(self.tail(data)),
             FieldKind::DataLoc | FieldKind::RelLoc => {
                 let loc = u32::from_le_bytes(data.get(self.offset..)?.get(..4)?.try_into().ok()?);
-                let mut off = (loc & 0xffff) as usize;
-                let len = (loc >> 16) as usize;
-                if self.kind == FieldKind::RelLoc {
-                    off += self.offset + self.size;
-                }
+                let (off, len) = dynamic_span(self.kind, self.offset, self.size, loc);
                 data.get(off..off.checked_add(len)?)
             }
         }
@@ -107,9 +103,7 @@ impl FieldRef {
     /// The field's inline bytes as a signed number, sign-extended from its
     /// size (1, 2, 4 or 8 bytes).
     pub fn i64(&self, data: &[u8]) -> Option<i64> {
-        let v = self.u64(data)?;
-        let shift = 64 - 8 * self.size as u32;
-        Some(((v << shift) as i64) >> shift)
+        Some(sign_extend(self.u64(data)?, self.size))
     }
 
     /// The bytes the field holds (see [`FieldRef::bytes`]) up to the first
@@ -146,6 +140,31 @@ impl FieldRef {
             u64::from_le_bytes(b)
         })
     }
+}
+
+/// Where the bytes of a `__data_loc` or `__rel_loc` field at `offset`, of
+/// `size` bytes, are in its record: `(offset, length)` from its location
+/// word `loc`.
+pub(crate) fn dynamic_span(
+    kind: FieldKind,
+    offset: usize,
+    size: usize,
+    loc: u32,
+) -> (usize, usize) {
+    let len = (loc >> 16) as usize;
+    let off = (loc & 0xffff) as usize;
+    match kind {
+        // Relative to the end of the location word's field.
+        FieldKind::RelLoc => (off + offset + size, len),
+        _ => (off, len),
+    }
+}
+
+/// `v`, the value of a field of `size` bytes (1, 2, 4 or 8), sign-extended
+/// from that size.
+pub(crate) fn sign_extend(v: u64, size: usize) -> i64 {
+    let shift = 64 - 8 * size.clamp(1, 8) as u32;
+    ((v << shift) as i64) >> shift
 }
 
 /// A little-endian unsigned number of 1, 2, 4 or 8 bytes, zero-extended.

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use crate::error::{Error, Result};
-use crate::field::uint_le;
+use crate::field::{dynamic_span, sign_extend, uint_le};
 use crate::format::{EventFormat, Field, FieldKind};
 
 /// One event: where and when it happened and its raw payload.
@@ -108,11 +108,7 @@ impl<'a> Record<'a> {
             FieldKind::DataLoc | FieldKind::RelLoc => {
                 let loc = self.slice(fmt, f, f.offset, 4)?;
                 let loc = u32::from_le_bytes([loc[0], loc[1], loc[2], loc[3]]);
-                let mut off = (loc & 0xffff) as usize;
-                let len = (loc >> 16) as usize;
-                if f.kind == FieldKind::RelLoc {
-                    off += f.offset + f.size;
-                }
+                let (off, len) = dynamic_span(f.kind, f.offset, f.size, loc);
                 self.slice(fmt, f, off, len)
             }
         }
@@ -135,9 +131,7 @@ impl<'a> Record<'a> {
     /// A signed scalar field, sign-extended from its size.
     pub fn i64_field(&self, fmt: &EventFormat, name: &str) -> Result<i64> {
         let v = self.u64_field(fmt, name)?;
-        let size = self.find(fmt, name)?.size;
-        let shift = 64 - 8 * size as u32;
-        Ok(((v << shift) as i64) >> shift)
+        Ok(sign_extend(v, self.find(fmt, name)?.size))
     }
 
     /// A string field (`char name[N]`, `__data_loc char[]`, trailing
