@@ -26,119 +26,64 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use ustack_testdata::TestInstance;
 use ustack_tracedata::compress::Compression;
 use ustack_tracedata::writer::{
     write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, ProcMap, TraceMeta,
     WriteOptions,
 };
 
-const TRACEFS: &str = "/sys/kernel/tracing";
-
-/// Fails the test: it was asked to run but cannot.
-fn skip(why: &str) {
-    panic!("this host test cannot run: {why}");
-}
-
-/// Checks root, tracefs and trace-cmd; returns a reason when missing.
-fn missing_prerequisite() -> Option<String> {
-    let instances = Path::new(TRACEFS).join("instances");
-    if !instances.is_dir() {
-        return Some(format!("{} is not mounted", TRACEFS));
-    }
+/// Whether `trace-cmd` runs here; says why the test skips when not.
+fn have_trace_cmd() -> bool {
     match Command::new("trace-cmd").arg("-h").output() {
-        Ok(_) => {}
-        Err(e) => return Some(format!("trace-cmd not runnable: {e}")),
-    }
-    // One name per call: the tests of this file probe concurrently.
-    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let probe = instances.join(format!("tracedata-probe-{}-{n}", std::process::id()));
-    match fs::create_dir(&probe) {
-        Ok(()) => {
-            let _ = fs::remove_dir(&probe);
-            None
+        Ok(_) => true,
+        Err(e) => {
+            ustack_testdata::skip_unless_ci(&format!("needs trace-cmd ({e})"));
+            false
         }
-        Err(e) => Some(format!(
-            "cannot create a tracefs instance (needs root): {e}"
-        )),
     }
 }
 
-/// A private tracefs instance, removed on drop.
-struct Instance {
-    name: String,
-    dir: PathBuf,
+/// A text file of the instance.
+fn read_text(inst: &TestInstance, rel: &str) -> String {
+    let b = inst.read(rel).unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8(b).unwrap_or_else(|e| panic!("{rel}: {e}"))
 }
 
-impl Instance {
-    fn create(tag: &str) -> Instance {
-        let name = format!("tracedata-{tag}-{}", std::process::id());
-        let dir = Path::new(TRACEFS).join("instances").join(&name);
-        fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
-        Instance { name, dir }
-    }
-
-    fn write(&self, file: &str, val: &str) {
-        let p = self.dir.join(file);
-        fs::write(&p, val).unwrap_or_else(|e| panic!("write {}: {e}", p.display()));
-    }
-
-    fn read(&self, file: &str) -> String {
-        let p = self.dir.join(file);
-        String::from_utf8(read_bytes(&p)).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-    }
-
-    fn cpus(&self) -> u32 {
-        let mut n = 0;
-        while self.dir.join(format!("per_cpu/cpu{n}")).is_dir() {
-            n += 1;
-        }
-        n
-    }
-
-    /// Enables the events (with kernel and user stacks after each when
-    /// `stacks`), writes `markers` into trace_marker with some sleeps
-    /// around them, and stops tracing.
-    fn generate(&self, markers: &[String], stacks: bool) {
-        self.write("buffer_size_kb", "4096");
-        if stacks {
-            self.write("options/stacktrace", "1");
-            self.write("options/userstacktrace", "1");
-        }
-        for e in [
-            "sched/sched_switch",
-            "syscalls/sys_enter_write",
-            "syscalls/sys_exit_write",
-        ] {
-            self.write(&format!("events/{e}/enable"), "1");
-        }
-        self.write("tracing_on", "1");
-        let mut marker = fs::OpenOptions::new()
-            .write(true)
-            .open(self.dir.join("trace_marker"))
-            .expect("open trace_marker");
-        for (i, m) in markers.iter().enumerate() {
-            marker.write_all(m.as_bytes()).expect("write trace_marker");
-            if i % 8 == 0 {
-                std::thread::sleep(std::time::Duration::from_millis(2));
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-        self.write("tracing_on", "0");
-    }
+/// Its number of CPUs.
+fn cpus(inst: &TestInstance) -> u32 {
+    inst.cpu_count().unwrap_or_else(|e| panic!("{e}"))
 }
 
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = fs::write(self.dir.join("tracing_on"), "0");
-        let _ = fs::write(self.dir.join("events/enable"), "0");
-        if !self.dir.exists() {
-            return; // trace-cmd extract removes the instances it reads
-        }
-        if let Err(e) = fs::remove_dir(&self.dir) {
-            eprintln!("warning: cannot remove {}: {e}", self.dir.display());
+/// Enables the events (with kernel and user stacks after each when
+/// `stacks`) in `inst`, writes `markers` into its trace_marker with some
+/// sleeps around them, and stops tracing.
+fn generate(inst: &TestInstance, markers: &[String], stacks: bool) {
+    inst.write("buffer_size_kb", "4096");
+    if stacks {
+        inst.write("options/stacktrace", "1");
+        inst.write("options/userstacktrace", "1");
+    }
+    for e in [
+        "sched/sched_switch",
+        "syscalls/sys_enter_write",
+        "syscalls/sys_exit_write",
+    ] {
+        inst.write(&format!("events/{e}/enable"), "1");
+    }
+    inst.write("tracing_on", "1");
+    let mut marker = fs::OpenOptions::new()
+        .write(true)
+        .open(inst.dir().join("trace_marker"))
+        .expect("open trace_marker");
+    for (i, m) in markers.iter().enumerate() {
+        marker.write_all(m.as_bytes()).expect("write trace_marker");
+        if i % 8 == 0 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
     }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    inst.write("tracing_on", "0");
 }
 
 /// Reads a whole tracefs/procfs file with large reads: some tracefs files
@@ -173,8 +118,8 @@ fn sorted_dirs(p: &Path) -> Vec<PathBuf> {
 
 /// The metadata of the host, as the recorder collects it: every event
 /// format (like trace-cmd extract), kallsyms, printk formats, cmdlines.
-fn host_meta(inst: &Instance) -> TraceMeta {
-    let t = Path::new(TRACEFS);
+fn host_meta(inst: &TestInstance) -> TraceMeta {
+    let t = inst.tracefs().root();
     let events = t.join("events");
     let ftrace_formats = sorted_dirs(&events.join("ftrace"))
         .into_iter()
@@ -219,9 +164,9 @@ fn host_meta(inst: &Instance) -> TraceMeta {
             k("osrelease"),
             std::env::consts::ARCH
         )),
-        trace_clock: Some(inst.read("trace_clock")),
+        trace_clock: Some(read_text(inst, "trace_clock")),
         version: None,
-        cpu_count: inst.cpus(),
+        cpu_count: cpus(inst),
         procmaps: vec![ProcMap::from_proc_maps(
             std::process::id(),
             "writer_host",
@@ -272,17 +217,19 @@ fn markers(tag: &str, n: usize) -> Vec<String> {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn same_pages_as_trace_cmd_extract() {
-    if let Some(why) = missing_prerequisite() {
-        return skip(&why);
+    if !have_trace_cmd() {
+        return;
     }
+    let Some(inst) = TestInstance::create("wext") else {
+        return;
+    };
     let dir = scratch_dir("extract");
-    let inst = Instance::create("wext");
     let marks = markers("ext", 200);
-    inst.generate(&marks, true);
+    generate(&inst, &marks, true);
     // Everything from the instance first: trace-cmd extract removes it.
     let mut meta = host_meta(&inst);
-    let stats: Vec<String> = (0..inst.cpus())
-        .map(|cpu| inst.read(&format!("per_cpu/cpu{cpu}/stats")))
+    let stats: Vec<String> = (0..cpus(&inst))
+        .map(|cpu| read_text(&inst, &format!("per_cpu/cpu{cpu}/stats")))
         .collect();
 
     // trace-cmd's own recording of the instance, then an uncompressed copy
@@ -290,7 +237,7 @@ fn same_pages_as_trace_cmd_extract() {
     let reference = dir.join("ref.dat");
     // trace-cmd extract also resets the host's top instance: the shared
     // helper holds the tests' top lock and puts the top back.
-    let st = ustack_testdata::top::trace_cmd_extract(&inst.name, &reference);
+    let st = ustack_testdata::top::trace_cmd_extract(inst.name(), &reference);
     assert!(st.status.success(), "extract: {st:?}");
     let plain = dir.join("ref-none.dat");
     let st = Command::new("trace-cmd")
@@ -308,11 +255,11 @@ fn same_pages_as_trace_cmd_extract() {
         .expect("trace-cmd dump");
     let dump = String::from_utf8_lossy(&dump.stdout).into_owned();
 
-    let (cpus, cmdlines_at) = parse_dump(&dump, &inst.name);
+    let (cpus, cmdlines_at) = parse_dump(&dump, inst.name());
     assert!(
         !cpus.is_empty(),
         "no cpu data for {} in dump:\n{dump}",
-        inst.name
+        inst.name()
     );
     let plain_bytes = read_bytes(&plain);
     let mut cpu_data = Vec::new();
@@ -328,7 +275,7 @@ fn same_pages_as_trace_cmd_extract() {
     let len = u64::from_ne_bytes(plain_bytes[at..at + 8].try_into().unwrap()) as usize;
     meta.cmdlines = plain_bytes[at + 8..at + 8 + len].to_vec();
     let buffers = [BufferData {
-        name: inst.name.clone(),
+        name: inst.name().to_string(),
         clock: "local".into(),
         cpus: cpu_data,
     }];
@@ -392,20 +339,19 @@ fn parse_dump(dump: &str, buffer: &str) -> (Vec<(u32, u64, u64)>, u64) {
 #[test]
 #[ignore = "needs root and tracefs"]
 fn own_capture_counts_and_markers() {
-    if let Some(why) = missing_prerequisite() {
-        return skip(&why);
-    }
+    let Some(inst) = TestInstance::create("wcap") else {
+        return;
+    };
     let dir = scratch_dir("capture");
-    let inst = Instance::create("wcap");
     let marks = markers("cap", 300);
-    inst.generate(&marks, true);
+    generate(&inst, &marks, true);
 
     // The kernel's count of events per CPU, then the pages, read the way
     // the recorder reads them (whole pages, non-blocking, until empty).
     let mut entries = BTreeMap::new();
     let mut cpu_data = Vec::new();
-    for cpu in 0..inst.cpus() {
-        let stats = inst.read(&format!("per_cpu/cpu{cpu}/stats"));
+    for cpu in 0..cpus(&inst) {
+        let stats = read_text(&inst, &format!("per_cpu/cpu{cpu}/stats"));
         let n: u64 = stats
             .lines()
             .find_map(|l| l.strip_prefix("entries: "))
@@ -425,7 +371,7 @@ fn own_capture_counts_and_markers() {
         entries.insert(cpu, n);
         let p = dir.join(format!("cpu{cpu}.raw"));
         read_pages(
-            &inst.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
+            &inst.dir().join(format!("per_cpu/cpu{cpu}/trace_pipe_raw")),
             &p,
         );
         let mut c = CpuData::new(cpu, p);
@@ -433,14 +379,13 @@ fn own_capture_counts_and_markers() {
         cpu_data.push(c);
     }
     let meta = host_meta(&inst);
-    let clock = inst
-        .read("trace_clock")
+    let clock = read_text(&inst, "trace_clock")
         .split_whitespace()
         .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
         .unwrap()
         .to_string();
     let buffers = [BufferData {
-        name: inst.name.clone(),
+        name: inst.name().to_string(),
         clock,
         cpus: cpu_data,
     }];
