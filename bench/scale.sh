@@ -23,12 +23,15 @@
 #     the peak RSS of the reporter;
 #   * `report > /dev/null`, ours and trace-cmd's: wall time and peak RSS.
 # Prints one Markdown table (Documentation/benchmarks.md, "Scale").
-# Knobs: BENCH_SCALE (sizes, "1 10 50"), BENCH_HOST_MAX (10), BENCH_KEEP=1.
+# Knobs: BENCH_SCALE (sizes, "1 10 50"), BENCH_HOST_MAX (10),
+# BENCH_TRACE_CMD_MAX (10: the largest size whose whole `trace-cmd report`
+# is run; on 50 million events it ran for over 10 minutes), BENCH_KEEP=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
 cd "$ROOT"
 SIZES=${BENCH_SCALE:-1 10 50}
 HOST_MAX=${BENCH_HOST_MAX:-10}
+TC_MAX=${BENCH_TRACE_CMD_MAX:-10}
 TR=/sys/kernel/tracing
 command -v trace-cmd >/dev/null || { echo "scale.sh: trace-cmd is not installed" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "scale.sh: /usr/bin/time is not installed (apt-get install time)" >&2; exit 1; }
@@ -76,28 +79,29 @@ head_col() {
 	# a reporter killed by SIGPIPE has a first line that says so
 	tail -1 "$W/t" | awk -v a="$t0" -v b="$t1" '{ printf "%.2f s / %d MiB", b - a, $1 / 1024 }'
 }
-# bench_row NAME FILE
+# bench_row NAME FILE MILLIONS
 bench_row() {
-	local f=$2 events first full
+	local f=$2 events first full tc="not run"
 	first=$("$B" tui-first "$f" 3 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%s ms / %s", $5, a[2] }')
 	full=$("$B" tui "$f" 1 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%.2f s / %s", $5 / 1000, a[2] }')
 	events=$("$B" decode "$f" 1 | awk -F'|' '{ gsub(/ /, "", $3); print $3 }')
+	[ "$3" -le "$TC_MAX" ] && tc=$(col trace-cmd report -i "$f")
 	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
 		"$(du -m "$f" | cut -f1) MiB" "$first" "${full% |}" \
 		"$(head_col "$T" report --stacks -i "$f")" "$(head_col "$T" report -i "$f")" \
 		"$(head_col trace-cmd report -i "$f")" \
-		"$(col "$T" report -i "$f")" "$(col trace-cmd report -i "$f")"
+		"$(col "$T" report -i "$f")" "$tc"
 }
 
 echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
 	"$B" gen-cookie "$W/demo-$n.dat" $((n * 1000000 / 8)) zstd
-	bench_row "demo-${n}M" "$W/demo-$n.dat"
+	bench_row "demo-${n}M" "$W/demo-$n.dat" "$n"
 	rm -f "$W/demo-$n.dat"
 	if [ "$n" -le "$HOST_MAX" ] && [ "$(id -u)" = 0 ] && [ -d $TR/instances ]; then
 		host "$W/host-$n.dat" "$n"
-		bench_row "host-${n}M" "$W/host-$n.dat"
+		bench_row "host-${n}M" "$W/host-$n.dat" "$n"
 		rm -f "$W/host-$n.dat"
 	fi
 done
