@@ -341,6 +341,9 @@ impl App {
             .unwrap_or(0);
         self.dscroll = 0;
         self.tree = None;
+        // The filters may have read every event's entry: give the pages
+        // of the spilled index back.
+        self.idx.events.release();
     }
 
     fn sort_groups(&self, groups: &mut [u32]) {

@@ -145,6 +145,7 @@ fn selection(
     let events = (0..idx.events.len() as u64)
         .map(|s| ustack_printer::select::event_passes(select, idx, s, rec, &mut texts, comm))
         .collect();
+    idx.events.release();
     Ok((groups, events))
 }
 

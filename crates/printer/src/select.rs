@@ -151,6 +151,9 @@ pub fn choose<'r>(
             out.event_count += n;
         }
     }
+    // Every grouped event's entry was read: give the spilled index's
+    // pages back.
+    idx.events.release();
     out
 }
 

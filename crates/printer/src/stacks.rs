@@ -119,14 +119,16 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         view::comm(&idx, &sym, pid)
     });
     file::release(f, buf);
+    idx.events.release();
     let summary = Summary::new(&idx, &chosen, !view.select.is_all());
     let mut written = Written::default();
     let counts = &mut written;
     let details = chosen.groups.iter().enumerate().map(|(i, &g)| {
-        // Records are read again at random: give their pages back now and
-        // then instead of keeping the whole trace resident.
+        // Records and index entries are read again at random: give their
+        // pages back now and then instead of keeping them all resident.
         if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
             file::release(f, buf);
+            idx.events.release();
         }
         let mut d = view::detail(
             &idx,
