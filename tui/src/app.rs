@@ -766,7 +766,8 @@ impl App {
 
 impl App {
     /// Carries the user's view (tab, focus, sort, filters, search, prompt,
-    /// help, message, selections, the expanded call-tree nodes) over from
+    /// help, message unless this state has its own, selections, the
+    /// expanded call-tree nodes) over from
     /// `old`, the state of a previous snapshot of the same, growing trace
     /// (or of its first events only). The selected group is found
     /// again by (pid, cookie, first timestamp); a selection on the last
@@ -789,7 +790,10 @@ impl App {
         self.search = old.search.clone();
         self.prompt = old.prompt.clone();
         self.show_help = old.show_help;
-        self.message = old.message.clone();
+        // What the new state says of itself (its data cut short) wins.
+        if self.message.is_empty() {
+            self.message = old.message.clone();
+        }
         self.apply_filter();
         let key = old.selected_group().map(|g| {
             let g = &old.idx.stitched.groups[g];

@@ -196,16 +196,17 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
     if live.is_some() {
         app.title = "live".to_string();
     }
+    // Live snapshots are read while their processes run: their maps too.
     let live_maps = opts.live_maps || live.is_some();
-    let source = |file: Arc<ustack_tracedata::TraceFile>, buffer: usize| {
-        let src = FileSource::new(file, buffer).with_symfs(opts.symfs.clone());
+    let configure = |src: FileSource| {
+        let src = src.with_symfs(opts.symfs.clone());
         if live_maps {
             src.with_live_maps()
         } else {
             src
         }
     };
-    let mut src = source(Arc::clone(src.file()), src.buffer());
+    let mut src = configure(src);
     enable_raw_mode().map_err(io_err("cannot set the terminal to raw mode"))?;
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
@@ -260,7 +261,7 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         next.carry_over(&app);
                         app = next;
                         if !Arc::ptr_eq(&loaded.file, src.file()) {
-                            src = source(loaded.file, loaded.buffer);
+                            src = configure(FileSource::new(loaded.file, loaded.buffer));
                         }
                     }
                     // A snapshot that cannot be read keeps the previous
@@ -272,14 +273,18 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                 if asked.elapsed() >= Duration::from_secs(1) {
                     asked = std::time::Instant::now();
                     let (snap, status) = l.poll();
+                    let mut failed = None;
                     if let Some(path) = snap {
                         match Target::open(&path, opts.buffer.as_deref(), app.size, &opts.select) {
                             Ok(t) => loader = Some(Loader::spawn(t, "showing the last snapshot")),
-                            Err(e) => app.message = format!("cannot read the snapshot: {e}"),
+                            Err(e) => failed = Some(e),
                         }
                     }
                     if let (Some(s), true) = (status, app.prompt.is_none()) {
-                        app.message = s;
+                        app.message = match failed {
+                            Some(e) => format!("{s} | cannot read the snapshot: {e}"),
+                            None => s,
+                        };
                     }
                 }
             }

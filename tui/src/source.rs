@@ -62,11 +62,6 @@ impl FileSource {
         &self.file
     }
 
-    /// Index of its buffer in the file's buffers.
-    pub fn buffer(&self) -> usize {
-        self.buffer
-    }
-
     /// Looks the files that user stacks map up under `root`.
     pub fn with_symfs(mut self, root: Option<std::path::PathBuf>) -> Self {
         self.sym = std::mem::take(&mut self.sym).with_root(root);

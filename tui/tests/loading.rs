@@ -113,3 +113,37 @@ fn a_state_built_again_keeps_the_expanded_call_tree() {
     again.refresh(&mut src);
     assert_eq!(again.tree.as_ref().unwrap().rows, rows);
 }
+
+#[test]
+fn the_whole_index_of_a_file_cut_short_says_so_after_the_swap() {
+    let f = fixture(Some(GROUPS));
+    // A page near the end of CPU 0's data overwritten: the first events
+    // read fine, the end does not.
+    let mut bytes = std::fs::read(&f.path).unwrap();
+    let (at, size) = {
+        let t = ustack_tracedata::TraceFile::open(&f.path).unwrap();
+        let c = &t.buffers()[0].cpus[0];
+        (c.file_offset as usize, c.file_size as usize)
+    };
+    let page = at + (size * 9 / 10) / 4096 * 4096;
+    bytes[page..page + 64].fill(0xff);
+    let cut = f.path.with_extension("cut.dat");
+    std::fs::write(&cut, &bytes).unwrap();
+    let (mut first, mut src, loader) =
+        ustack_tui::open_first(&cut, None, (120, 40), &Selection::default()).unwrap();
+    assert_eq!(first.idx.error, None);
+    first.message = "an old message".into();
+    first.refresh(&mut src);
+    let mut next = loader
+        .expect("more than the first screen")
+        .wait()
+        .unwrap()
+        .app;
+    assert!(next.idx.error.is_some());
+    next.carry_over(&first);
+    assert!(
+        next.message.starts_with("trace data cut short: "),
+        "{:?}",
+        next.message
+    );
+}
