@@ -99,6 +99,7 @@ pub fn check_format(f: &EventFormat) -> Option<String> {
 fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
     let toks = tokenize(print_fmt);
     nesting(&toks)
+        .or_else(|| foreign_punct(&toks))
         .or_else(|| missing_operator(&toks))
         .or_else(|| stray_semicolon(&toks))
         .or_else(|| widths(print_fmt))
@@ -255,6 +256,19 @@ fn nesting(toks: &[Tok<'_>]) -> Option<String> {
         }
     }
     None
+}
+
+/// A byte outside literals that is no C operator or punctuator (`` ` ``,
+/// `@`, `$`, `\`): the kernel never writes one, and libtraceevent takes it
+/// for an operator it does not know and crashes (SIGSEGV) parsing
+/// ``a ? b : c ` d``.
+fn foreign_punct(toks: &[Tok<'_>]) -> Option<String> {
+    toks.iter().find_map(|t| match *t {
+        Tok::Punct(c @ (b'`' | b'@' | b'$' | b'\\')) => {
+            Some(format!("'{}' is no C operator", c as char))
+        }
+        _ => None,
+    })
 }
 
 /// Two operands with no operator between them, as the `10 x` of a mangled

@@ -129,6 +129,16 @@ fn operands_without_an_operator_are_refused() {
 }
 
 #[test]
+fn bytes_that_are_no_c_operator_are_refused() {
+    // Found by the fuzzer (SIGSEGV while parsing `R>E:l / 01 ? u : s`m`).
+    refused(r#""", REC->value ? 1 : 2 ` 3"#, "'`' is no C operator");
+    refused(r#""%d", REC->value @ 2"#, "'@' is no C operator");
+    refused(r#""%d", $REC->value"#, "'$' is no C operator");
+    // Inside literals they are text.
+    assert_eq!(verdict(r#""`@$\%d", REC->value"#), Ok(()));
+}
+
+#[test]
 fn libtraceevent_gets_no_more_than_the_screened_lines() {
     // Found by the fuzzer: libtraceevent read the print fmt's arguments on
     // into the lines after it, where a '/ 11' made '/ 10' a division by 0.
