@@ -100,6 +100,8 @@ fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
     let toks = tokenize(print_fmt);
     nesting(&toks)
         .or_else(|| foreign_punct(&toks))
+        .or_else(|| unbalanced(&toks))
+        .or_else(|| statement_only(&toks))
         .or_else(|| missing_operator(&toks))
         .or_else(|| stray_semicolon(&toks))
         .or_else(|| widths(print_fmt))
@@ -258,17 +260,70 @@ fn nesting(toks: &[Tok<'_>]) -> Option<String> {
     None
 }
 
-/// A byte outside literals that is no C operator or punctuator (`` ` ``,
-/// `@`, `$`, `\`): the kernel never writes one, and libtraceevent takes it
-/// for an operator it does not know and crashes (SIGSEGV) parsing
-/// ``a ? b : c ` d``.
+/// A byte outside literals that is no C operator (`` ` ``, `@`, `$`, `\`,
+/// `#`): the kernel never writes one, and libtraceevent takes it for an
+/// operator it does not know and crashes (SIGSEGV) parsing ``a ? b : c ` d``.
 fn foreign_punct(toks: &[Tok<'_>]) -> Option<String> {
     toks.iter().find_map(|t| match *t {
-        Tok::Punct(c @ (b'`' | b'@' | b'$' | b'\\')) => {
+        Tok::Punct(c @ (b'`' | b'@' | b'$' | b'\\' | b'#')) => {
             Some(format!("'{}' is no C operator", c as char))
         }
         _ => None,
     })
+}
+
+/// Brackets that do not pair up: a closer with no opener or another
+/// kind of opener, or an opener never closed. The kernel's are balanced;
+/// libtraceevent crashes (SIGSEGV) parsing `a ? b : c } d`.
+fn unbalanced(toks: &[Tok<'_>]) -> Option<String> {
+    let mut open = Vec::new();
+    for t in toks {
+        match *t {
+            Tok::Punct(c @ (b'(' | b'[' | b'{')) => open.push(c),
+            Tok::Punct(c @ (b')' | b']' | b'}')) => {
+                let want = match c {
+                    b')' => b'(',
+                    b']' => b'[',
+                    _ => b'{',
+                };
+                if open.pop() != Some(want) {
+                    return Some(format!("a '{}' that closes nothing", c as char));
+                }
+            }
+            _ => {}
+        }
+    }
+    open.last()
+        .map(|&c| format!("a '{}' that is never closed", c as char))
+}
+
+/// A `.` or an assignment `=` outside the braces of a `({ ... })`: the
+/// kernel writes them only in such statements, and libtraceevent crashes
+/// (SIGSEGV) parsing `a ? b : c . d` and `a ? b : c = d`.
+fn statement_only(toks: &[Tok<'_>]) -> Option<String> {
+    let mut open: Vec<bool> = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        let in_statement = open.contains(&true);
+        match *t {
+            Tok::Punct(b'{') => open.push(i > 0 && toks[i - 1] == Tok::Punct(b'(')),
+            Tok::Punct(b'(' | b'[') => open.push(false),
+            Tok::Punct(b')' | b']' | b'}') => {
+                open.pop();
+            }
+            Tok::Punct(b'.') if !in_statement => return Some("a '.' outside a ({ ... })".into()),
+            Tok::Punct(b'=') if !in_statement => {
+                let before = i.checked_sub(1).map(|j| toks[j]);
+                let after = toks.get(i + 1).copied();
+                let compares = matches!(before, Some(Tok::Punct(b'=' | b'!' | b'<' | b'>')))
+                    || after == Some(Tok::Punct(b'='));
+                if !compares {
+                    return Some("an assignment outside a ({ ... })".into());
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// Two operands with no operator between them, as the `10 x` of a mangled

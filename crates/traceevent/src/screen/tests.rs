@@ -134,8 +134,39 @@ fn bytes_that_are_no_c_operator_are_refused() {
     refused(r#""", REC->value ? 1 : 2 ` 3"#, "'`' is no C operator");
     refused(r#""%d", REC->value @ 2"#, "'@' is no C operator");
     refused(r#""%d", $REC->value"#, "'$' is no C operator");
+    refused(r#""%d", REC->value ? 1 : 2 # 3"#, "'#' is no C operator");
     // Inside literals they are text.
     assert_eq!(verdict(r#""`@$\%d", REC->value"#), Ok(()));
+}
+
+#[test]
+fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
+    // Found by the fuzzer (SIGSEGV while parsing `R>E / 01?u: n}}}}}ng`).
+    refused(
+        r#""%d", REC->value ? 1 : 2 } 3"#,
+        "a '}' that closes nothing",
+    );
+    refused(
+        r#""%d", (REC->value ? 1 : 2 ] 3)"#,
+        "a ']' that closes nothing",
+    );
+    refused(r#""%d", (REC->value"#, "a '(' that is never closed");
+    refused(
+        r#""%d", REC->value ? 1 : 2 . 3"#,
+        "a '.' outside a ({ ... })",
+    );
+    refused(
+        r#""%d", REC->value ? 1 : 2 = 3"#,
+        "an assignment outside a ({ ... })",
+    );
+    for ok in [
+        r#""%d", REC->value == 1 || REC->value != 2 || REC->value <= 3"#,
+        r#""%d", ({ int v; v = REC->value; v; })"#,
+        r#""%d", ({ union u r; r.word = REC->value; r.word; })"#,
+        r#""%s", __print_symbolic(REC->value, { 0, "a" }, { 1, "b" })"#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
 }
 
 #[test]
