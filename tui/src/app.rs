@@ -20,6 +20,7 @@ pub use crate::model::{
     CpuDrops, DroppedBefore, EventDetail, Focus, Msg, Prompt, PromptState, SelectedGroup, SortKey,
     StatusCounts, Tab, Viewport,
 };
+use crate::search::{Searching, SEARCH_SLICE};
 use crate::source::Source;
 use crate::tree::{CallTree, Expansion};
 
@@ -51,6 +52,11 @@ pub struct App {
     pub prompt: Option<PromptState>,
     /// Last search.
     pub search: Option<String>,
+    /// The list search under way ([`App::search_more`]).
+    pub searching: Option<Searching>,
+    /// How long one slice of a list search may take before the screen is
+    /// drawn again ([`crate::search::SEARCH_SLICE`]).
+    pub search_slice: std::time::Duration,
     /// Status line message.
     pub message: String,
     /// What the status line says while the whole trace is being indexed
@@ -188,6 +194,8 @@ impl App {
             search: None,
             message: String::new(),
             loading: None,
+            searching: None,
+            search_slice: SEARCH_SLICE,
             groups: Vec::new(),
             gsel: 0,
             goff: 0,
@@ -445,6 +453,11 @@ impl App {
 
     /// Applies one message.
     pub fn update(&mut self, msg: Msg, src: &mut dyn Source) {
+        // Any key stops a search under way; Esc does nothing else.
+        if !matches!(msg, Msg::Resize(..)) && self.stop_search() && msg == Msg::Back {
+            self.refresh(src);
+            return;
+        }
         if let Some(PromptState { kind, text }) = &mut self.prompt {
             let kind = *kind;
             match msg {
@@ -792,7 +805,12 @@ impl App {
         self.show_help = old.show_help;
         // What the new state says of itself (its data cut short) wins.
         if self.message.is_empty() {
-            self.message = old.message.clone();
+            self.message = if old.searching.is_some() {
+                // Its rows are not the old ones.
+                "search stopped: the trace was indexed again".into()
+            } else {
+                old.message.clone()
+            };
         }
         self.apply_filter();
         let key = old.selected_group().map(|g| {

@@ -25,7 +25,7 @@ pub mod keys;
 pub mod lines;
 pub mod loader;
 mod model;
-mod search;
+pub mod search;
 pub mod source;
 mod stackview;
 pub mod tree;
@@ -224,11 +224,12 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
         let mut asked = std::time::Instant::now();
         loop {
             draw(&mut term, &mut app, &mut src).map_err(io_err("cannot draw"))?;
-            // Wait for the first event (at most a tenth of a second while
-            // indexing, to show progress; in live mode at most a second, to
-            // refresh), then drain what is queued so a fast key repeat or
+            // Wait for the first event (not at all while a search goes on;
+            // at most a tenth of a second while indexing, to show progress;
+            // in live mode at most a second, to refresh), then drain what is queued so a fast key repeat or
             // wheel does not lag behind.
             let wait = match (&loader, &live) {
+                _ if app.searching.is_some() => Some(Duration::ZERO),
                 (Some(_), _) => Some(Duration::from_millis(100)),
                 (None, Some(_)) => Some(Duration::from_secs(1).saturating_sub(asked.elapsed())),
                 (None, None) => None,
@@ -252,6 +253,8 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             if app.quit {
                 return Ok(());
             }
+            // A search under way goes on for a slice between keys.
+            app.search_more(&mut src);
             if let Some(done) = loader.as_ref().and_then(Loader::poll) {
                 loader = None;
                 match done {

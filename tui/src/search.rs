@@ -1,11 +1,38 @@
 //! `/` search: the next row whose text, or one of whose stack frames,
 //! contains the pattern.
+//!
+//! Over the groups or events of a large trace a search symbolizes
+//! millions of stacks, so it runs in slices of about
+//! [`App::search_slice`]: the event loop calls [`App::search_more`] between
+//! keys, the status line shows how far it got, and any key stops it.
+
+use std::time::{Duration, Instant};
 
 use ustack_stitch::internal;
 use ustack_symbolize::Frame;
 
 use crate::app::{App, Tab};
 use crate::source::Source;
+
+/// Rows a slice looks at before it checks the time: a list of up to this
+/// many rows is searched at once.
+const SLICE_MIN_ROWS: usize = 4096;
+
+/// Time of one slice of a search, by default.
+pub const SEARCH_SLICE: Duration = Duration::from_millis(50);
+
+/// A list search that is not done yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searching {
+    pat: String,
+    forward: bool,
+    /// The row it started from.
+    from: usize,
+    /// Rows of the list.
+    len: usize,
+    /// The next row to look at is `step` rows from `from`.
+    step: usize,
+}
 
 /// Whether a shown frame's function, object (the file or module it is
 /// in: `/libc` finds the stacks through libc, also where no symbol was
@@ -112,44 +139,40 @@ impl App {
             self.message = "no search: press / first".into();
             return;
         };
-        let found = match self.tab {
-            Tab::Tree => self.tree_search(forward, &pat),
-            Tab::Groups | Tab::Events => self.list_search(forward, &pat, src),
-        };
-        self.message = match found {
-            Some((row, wrapped)) => format!(
-                "/{pat}: row {}{}",
-                row + 1,
-                if wrapped { " (wrapped)" } else { "" }
-            ),
-            None => format!("not found: {pat}"),
-        };
-    }
-
-    fn list_search(
-        &mut self,
-        forward: bool,
-        pat: &str,
-        src: &mut dyn Source,
-    ) -> Option<(usize, bool)> {
-        let (len, cur) = match self.tab {
+        if self.tab == Tab::Tree {
+            let found = self.tree_search(forward, &pat);
+            self.message = found_message(&pat, found);
+            return;
+        }
+        let (len, from) = match self.tab {
             Tab::Groups => (self.groups.len(), self.gsel),
             _ => (self.event_count(), self.esel),
         };
-        for step in 1..=len {
-            let row = if forward {
-                (cur + step) % len
+        self.searching = Some(Searching {
+            pat,
+            forward,
+            from,
+            len,
+            step: 1,
+        });
+        self.search_more(src);
+    }
+
+    /// Goes on with the list search under way for about
+    /// [`App::search_slice`]; true while it is not done.
+    pub fn search_more(&mut self, src: &mut dyn Source) -> bool {
+        let Some(mut s) = self.searching.take() else {
+            return false;
+        };
+        let start = Instant::now();
+        let mut looked = 0;
+        while s.step <= s.len {
+            let row = if s.forward {
+                (s.from + s.step) % s.len
             } else {
-                (cur + len - step % len) % len
+                (s.from + s.len - s.step % s.len) % s.len
             };
-            let hit = match self.tab {
-                Tab::Groups => self.group_matches_text(self.groups[row] as usize, pat, src),
-                _ => {
-                    let seq = self.event_at(row)?;
-                    self.event_matches_text(seq, pat, src)
-                }
-            };
-            if hit {
+            if self.row_matches(row, &s.pat, src) {
                 match self.tab {
                     Tab::Groups => {
                         self.gsel = row;
@@ -157,10 +180,60 @@ impl App {
                     }
                     _ => self.esel = row,
                 }
-                let wrapped = if forward { row <= cur } else { row >= cur };
-                return Some((row, wrapped));
+                let wrapped = if s.forward {
+                    row <= s.from
+                } else {
+                    row >= s.from
+                };
+                self.message = found_message(&s.pat, Some((row, wrapped)));
+                return false;
+            }
+            s.step += 1;
+            looked += 1;
+            if looked >= SLICE_MIN_ROWS && start.elapsed() >= self.search_slice {
+                self.message = format!(
+                    "searching /{}: {}% (any key stops)",
+                    s.pat,
+                    s.step * 100 / s.len.max(1)
+                );
+                self.searching = Some(s);
+                return true;
             }
         }
-        None
+        self.message = found_message(&s.pat, None);
+        false
+    }
+
+    /// Stops the search under way, if any; true if there was one.
+    pub(crate) fn stop_search(&mut self) -> bool {
+        let stopped = self.searching.take().is_some();
+        if stopped {
+            self.message = "search stopped".into();
+        }
+        stopped
+    }
+
+    fn row_matches(&self, row: usize, pat: &str, src: &mut dyn Source) -> bool {
+        match self.tab {
+            Tab::Groups => self
+                .groups
+                .get(row)
+                .is_some_and(|&g| self.group_matches_text(g as usize, pat, src)),
+            _ => self
+                .event_at(row)
+                .is_some_and(|seq| self.event_matches_text(seq, pat, src)),
+        }
+    }
+}
+
+/// The status text of a search's end.
+fn found_message(pat: &str, found: Option<(usize, bool)>) -> String {
+    match found {
+        Some((row, wrapped)) => format!(
+            "/{pat}: row {}{}",
+            row + 1,
+            if wrapped { " (wrapped)" } else { "" }
+        ),
+        None => format!("not found: {pat}"),
     }
 }

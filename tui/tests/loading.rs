@@ -1,13 +1,15 @@
-//! Opening large files: the first screen over the first events, the rest
-//! indexed by a background [`ustack_tui::loader::Loader`].
+//! Large files: the first screen over the first events, the rest indexed
+//! by a background [`ustack_tui::loader::Loader`]; searches that go on in
+//! slices between keys.
 
 mod common;
 
 use common::*;
 use ustack_printer::select::Selection;
 use ustack_stitch::Status;
-use ustack_tui::app::Msg;
+use ustack_tui::app::{Msg, Prompt};
 use ustack_tui::loader::FIRST_EVENTS;
+use ustack_tui::source::FileSource;
 
 /// Demo groups: about 7 records each, so well over [`FIRST_EVENTS`].
 const GROUPS: usize = 30_000;
@@ -146,4 +148,66 @@ fn the_whole_index_of_a_file_cut_short_says_so_after_the_swap() {
         "{:?}",
         next.message
     );
+}
+
+/// The groups tab with a search for the cookie of the group `k` rows
+/// down, sliced as finely as it goes.
+fn sliced_search(f: &Fixture, k: usize) -> (ustack_tui::app::App, FileSource, usize) {
+    let (mut app, mut src) = open(f, (120, 40));
+    app.search_slice = std::time::Duration::ZERO;
+    let g = app.groups[k] as usize;
+    let pat = format!("{:x}", app.idx.stitched.groups[g].cookie.unwrap());
+    // The first row that matches, as a plain scan finds it.
+    let first = (1..app.groups.len())
+        .find(|&r| {
+            let c = app.idx.stitched.groups[app.groups[r] as usize].cookie;
+            c.is_some_and(|c| format!("{c:x}").contains(&pat))
+        })
+        .unwrap();
+    send(&mut app, &mut src, &type_in(Prompt::Search, &pat));
+    (app, src, first)
+}
+
+#[test]
+fn a_search_over_many_rows_goes_on_in_slices_and_finds_the_first_match() {
+    let f = fixture(Some(GROUPS));
+    let far = 25_000;
+    let (mut app, mut src, first) = sliced_search(&f, far);
+    assert!(first > 4096 * 2, "row {first}");
+    // One slice looked at 4,096 rows: the search is under way.
+    assert!(app.searching.is_some());
+    assert!(
+        app.message.starts_with("searching /") && app.message.ends_with("% (any key stops)"),
+        "{}",
+        app.message
+    );
+    // Slices of 4,096 rows each, the last one with the match.
+    let mut slices = 1;
+    loop {
+        slices += 1;
+        if !app.search_more(&mut src) {
+            break;
+        }
+    }
+    assert_eq!(slices, first.div_ceil(4096));
+    assert_eq!(app.gsel, first);
+    assert_eq!(
+        app.message,
+        format!("/{}: row {}", app.search.clone().unwrap(), first + 1)
+    );
+}
+
+#[test]
+fn any_key_stops_a_search_and_esc_does_nothing_else() {
+    let f = fixture(Some(GROUPS));
+    let (mut app, mut src, _) = sliced_search(&f, 25_000);
+    assert!(app.searching.is_some());
+    send(&mut app, &mut src, &[Msg::Back]);
+    assert_eq!((app.searching.is_some(), app.gsel), (false, 0));
+    assert_eq!(app.message, "search stopped");
+    // Another key stops it and does what it does.
+    send(&mut app, &mut src, &[Msg::SearchNext]);
+    assert!(app.searching.is_some());
+    send(&mut app, &mut src, &[Msg::Down(2)]);
+    assert_eq!((app.searching.is_some(), app.gsel), (false, 2));
 }
