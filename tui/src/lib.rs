@@ -171,8 +171,9 @@ fn restore() {
     let _ = execute!(io::stdout(), LeaveAlternateScreen, DisableMouseCapture);
 }
 
-/// A trace that grows while the TUI shows it (live mode).
-pub trait Live {
+/// A trace that grows while the TUI shows it (live mode). It is polled on
+/// a thread of its own, so that writing a snapshot never holds the screen.
+pub trait Live: Send {
     /// Called about once a second: a new snapshot file to show, if any,
     /// and a status text for the status line (e.g. how much was recorded).
     fn poll(&mut self) -> (Option<PathBuf>, Option<String>);
@@ -213,26 +214,33 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
         restore();
         prev(info);
     }));
-    let res = (|| {
+    let res = std::thread::scope(|scope| {
         execute!(io::stdout(), EnterAlternateScreen, EnableMouseCapture)
             .map_err(io_err("cannot set up the terminal"))?;
         let mut term = Terminal::new(CrosstermBackend::new(io::stdout()))
             .map_err(io_err("cannot set up the terminal"))?;
         app.loading = loader.as_ref().map(Loader::status);
         app.refresh(&mut src);
-        // Live mode: when the recorder was last asked for a snapshot.
+        // Live mode: when the recorder was last asked for a snapshot, and
+        // the thread that asks it (it holds `live` meanwhile).
+        let live_mode = live.is_some();
         let mut asked = std::time::Instant::now();
+        let mut polling = None;
         loop {
             draw(&mut term, &mut app, &mut src).map_err(io_err("cannot draw"))?;
             // Wait for the first event (not at all while a search goes on;
-            // at most a tenth of a second while indexing, to show progress;
-            // in live mode at most a second, to refresh), then drain what is queued so a fast key repeat or
-            // wheel does not lag behind.
-            let wait = match (&loader, &live) {
-                _ if app.searching.is_some() => Some(Duration::ZERO),
-                (Some(_), _) => Some(Duration::from_millis(100)),
-                (None, Some(_)) => Some(Duration::from_secs(1).saturating_sub(asked.elapsed())),
-                (None, None) => None,
+            // at most a tenth of a second while indexing or taking a live
+            // snapshot, to show progress; in live mode at most a second,
+            // to refresh), then drain what is queued so a fast key repeat
+            // or wheel does not lag behind.
+            let wait = if app.searching.is_some() {
+                Some(Duration::ZERO)
+            } else if loader.is_some() || polling.is_some() {
+                Some(Duration::from_millis(100))
+            } else if live_mode {
+                Some(Duration::from_secs(1).saturating_sub(asked.elapsed()))
+            } else {
+                None
             };
             let mut evs = Vec::new();
             let ready = match wait {
@@ -262,7 +270,11 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         let mut next = loaded.app;
                         next.title = app.title.clone();
                         next.carry_over(&app);
-                        app = next;
+                        // Freeing an index of millions of events (its
+                        // temporary file's mapping) is done beside the
+                        // screen, not on its time.
+                        let old = std::mem::replace(&mut app, next);
+                        std::thread::spawn(move || drop(old));
                         if !Arc::ptr_eq(&loaded.file, src.file()) {
                             src = configure(FileSource::new(loaded.file, loaded.buffer));
                         }
@@ -272,10 +284,24 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                     Err(e) => app.message = format!("cannot index the trace: {e}"),
                 }
             }
-            if let (Some(l), None) = (live.as_deref_mut(), &loader) {
-                if asked.elapsed() >= Duration::from_secs(1) {
+            // The recorder writes a snapshot of everything so far: on a
+            // thread of its own, one at a time, and not while one is being
+            // indexed.
+            if loader.is_none() && polling.is_none() && asked.elapsed() >= Duration::from_secs(1) {
+                if let Some(l) = live.take() {
                     asked = std::time::Instant::now();
-                    let (snap, status) = l.poll();
+                    polling = Some(scope.spawn(move || {
+                        let got = l.poll();
+                        (l, got)
+                    }));
+                }
+            }
+            if polling.as_ref().is_some_and(|p| p.is_finished()) {
+                if let Some(p) = polling.take() {
+                    let (l, (snap, status)) = p
+                        .join()
+                        .map_err(|_| Error("the live recording's thread died".into()))?;
+                    live = Some(l);
                     let mut failed = None;
                     if let Some(path) = snap {
                         match Target::open(&path, opts.buffer.as_deref(), app.size, &opts.select) {
@@ -294,7 +320,7 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             app.loading = loader.as_ref().map(Loader::status);
             app.refresh(&mut src);
         }
-    })();
+    });
     restore();
     let _ = std::panic::take_hook();
     res
