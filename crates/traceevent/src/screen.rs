@@ -301,23 +301,47 @@ fn unbalanced(toks: &[Tok<'_>]) -> Option<String> {
 /// kernel writes them only in such statements, and libtraceevent crashes
 /// (SIGSEGV) parsing `a ? b : c . d` and `a ? b : c = d`.
 fn statement_only(toks: &[Tok<'_>]) -> Option<String> {
-    let mut open: Vec<bool> = Vec::new();
+    // Per open bracket: whether it opens a statement block, and the '?'
+    // not yet answered by a ':' inside it.
+    let mut open: Vec<(bool, usize)> = vec![(false, 0)];
+    let punct = |i: usize| match toks.get(i) {
+        Some(Tok::Punct(c)) => Some(*c),
+        _ => None,
+    };
     for (i, t) in toks.iter().enumerate() {
-        let in_statement = open.contains(&true);
+        let in_statement = open.iter().any(|o| o.0);
         match *t {
-            Tok::Punct(b'{') => open.push(i > 0 && toks[i - 1] == Tok::Punct(b'(')),
-            Tok::Punct(b'(' | b'[') => open.push(false),
-            Tok::Punct(b')' | b']' | b'}') => {
+            Tok::Punct(b'{') => open.push((i > 0 && punct(i - 1) == Some(b'('), 0)),
+            Tok::Punct(b'(' | b'[') => open.push((false, 0)),
+            // The outermost level stays.
+            Tok::Punct(b')' | b']' | b'}') if open.len() > 1 => {
                 open.pop();
             }
-            Tok::Punct(b'.') if !in_statement => return Some("a '.' outside a ({ ... })".into()),
-            Tok::Punct(b'=') if !in_statement => {
-                let before = i.checked_sub(1).map(|j| toks[j]);
-                let after = toks.get(i + 1).copied();
-                let compares = matches!(before, Some(Tok::Punct(b'=' | b'!' | b'<' | b'>')))
-                    || after == Some(Tok::Punct(b'='));
-                if !compares {
-                    return Some("an assignment outside a ({ ... })".into());
+            Tok::Punct(b')' | b']' | b'}') => {}
+            _ if in_statement => {}
+            Tok::Punct(b'.') => return Some("a '.' outside a ({ ... })".into()),
+            Tok::Punct(b'?') => {
+                if let Some(o) = open.last_mut() {
+                    o.1 += 1;
+                }
+            }
+            Tok::Punct(b':') => match open.last_mut() {
+                Some(o) if o.1 > 0 => o.1 -= 1,
+                _ => return Some("a ':' with no '?' before it".into()),
+            },
+            Tok::Punct(b'=') => {
+                // Only in ==, !=, <= and >=.
+                let start = (i > 0 && punct(i - 1) == Some(b'=')).then(|| i - 1);
+                let ok = match start {
+                    // The second '=' of "==": no third.
+                    Some(s) => punct(i + 1) != Some(b'=') && (s == 0 || punct(s - 1) != Some(b'=')),
+                    None => {
+                        matches!(i.checked_sub(1).and_then(punct), Some(b'!' | b'<' | b'>'))
+                            || punct(i + 1) == Some(b'=')
+                    }
+                };
+                if !ok {
+                    return Some("an '=' that is no comparison outside a ({ ... })".into());
                 }
             }
             _ => {}

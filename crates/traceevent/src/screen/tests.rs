@@ -157,10 +157,21 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
     );
     refused(
         r#""%d", REC->value ? 1 : 2 = 3"#,
-        "an assignment outside a ({ ... })",
+        "an '=' that is no comparison outside a ({ ... })",
+    );
+    // Found by the fuzzer (SIGSEGV while parsing `... na:4===...`).
+    refused(
+        r#""%d", REC->value === 4"#,
+        "an '=' that is no comparison outside a ({ ... })",
+    );
+    refused(r#""%d", REC->value : 4"#, "a ':' with no '?' before it");
+    refused(
+        r#""%d", (REC->value ? 1) : 4"#,
+        "a ':' with no '?' before it",
     );
     for ok in [
         r#""%d", REC->value == 1 || REC->value != 2 || REC->value <= 3"#,
+        r#""%d", REC->a ? (REC->b ? 1 : 2) : REC->c >= 3 ? 4 : 5"#,
         r#""%d", ({ int v; v = REC->value; v; })"#,
         r#""%d", ({ union u r; r.word = REC->value; r.word; })"#,
         r#""%s", __print_symbolic(REC->value, { 0, "a" }, { 1, "b" })"#,
