@@ -97,6 +97,9 @@ pub fn check_format(f: &EventFormat) -> Option<String> {
 }
 
 fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
+    if let Some(why) = unclosed_literal(print_fmt) {
+        return Some(why);
+    }
     let toks = tokenize(print_fmt);
     nesting(&toks)
         .or_else(|| foreign_punct(&toks))
@@ -179,16 +182,45 @@ fn tok_text(t: &Tok<'_>) -> String {
 /// The end of the string or char literal that starts at `s[start]` (the
 /// index after its closing quote, or `s.len()` if it is not closed).
 fn literal_end(s: &[u8], start: usize) -> usize {
+    literal_close(s, start).unwrap_or(s.len())
+}
+
+/// The index after the closing quote of the literal at `s[start]`, or
+/// `None` if it is never closed.
+fn literal_close(s: &[u8], start: usize) -> Option<usize> {
     let quote = s[start];
     let mut i = start + 1;
     while i < s.len() {
         match s[i] {
             b'\\' => i += 2,
-            c if c == quote => return i + 1,
+            c if c == quote => return Some(i + 1),
             _ => i += 1,
         }
     }
-    s.len()
+    None
+}
+
+/// An argument literal that is never closed on the line: libtraceevent
+/// crashes (SIGSEGV) parsing the rest of the line as one. The format
+/// string itself, the first literal, may go on past the line (the kernel
+/// writes multi-line ones, as ext4_fc_stats's).
+fn unclosed_literal(text: &str) -> Option<String> {
+    let s = text.as_bytes();
+    let mut i = 0;
+    let mut first = true;
+    while i < s.len() {
+        if s[i] == b'"' || s[i] == b'\'' {
+            match literal_close(s, i) {
+                Some(end) => i = end,
+                None if first => return None,
+                None => return Some("an argument literal that is never closed".into()),
+            }
+            first = false;
+            continue;
+        }
+        i += 1;
+    }
+    None
 }
 
 /// Splits C expression text into tokens, keeping the contents of string

@@ -165,6 +165,11 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
         "an '=' that is no comparison outside a ({ ... })",
     );
     refused(r#""%d", REC->value : 4"#, "a ':' with no '?' before it");
+    // Found by the fuzzer: the rest of the line in a string never closed.
+    refused(
+        r#""%d", REC->value, "x"#,
+        "an argument literal that is never closed",
+    );
     refused(
         r#""%d", (REC->value ? 1) : 4"#,
         "a ':' with no '?' before it",
