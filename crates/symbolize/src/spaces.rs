@@ -228,7 +228,7 @@ impl AddressSpaces {
             }
             _ => {}
         }
-        if image.iter().any(|s| !s.maps.is_empty()) {
+        if image.iter().any(|s| shows_unmapped_at(s, ts)) {
             Err(Unresolved::Anonymous)
         } else {
             Err(Unresolved::ProcessUnknown)
@@ -239,6 +239,19 @@ impl AddressSpaces {
     pub fn pids(&self) -> impl Iterator<Item = u32> + '_ {
         self.procs.keys().copied()
     }
+}
+
+/// True when `s`, an observation of the image that holds none of a stack's
+/// address, says the address was in no file mapping at the stack's time
+/// `ts` (`u64::MAX`: the end of the trace). The kernel's records (`Add`,
+/// or an `Exec` with maps) name every mapping that a stack of their image
+/// has frames in, whenever they were written. A read of `/proc` shows the
+/// maps of its own time only: one taken before the stack proves nothing
+/// about it (the loader maps the libraries after the exec, a `dlopen` maps
+/// more), and when no read after the stack is left, the process was gone
+/// (exit or exec) before the maps of the stack's time were read.
+fn shows_unmapped_at(s: &Set, ts: u64) -> bool {
+    !s.maps.is_empty() && (s.at.kind != MapsKind::Snapshot || s.at.ts > ts || ts == u64::MAX)
 }
 
 /// The mapping of `maps` (sorted by start) that holds `addr`.
@@ -339,11 +352,13 @@ mod tests {
         let s = AddressSpaces::new([
             // pid 40 runs /bin/a (first read at 50, after its first
             // stacks), dlopens /lib/p (read at 80), execs /bin/b at 100
-            // (read at 120), execs again at 200 and is gone before a read.
+            // (read at 120 and 160), execs again at 200 and is gone before
+            // a read.
             timed(40, 120, Snapshot, &b),
             timed(40, 50, Snapshot, &a),
             timed(40, 100, Exec, &[]),
             timed(40, 80, Snapshot, &[a[0], (0x7f00, 0x8000, "/lib/p")]),
+            timed(40, 160, Snapshot, &b),
             timed(40, 200, Exec, &[]),
             // pid 41 forked from 40 at 60 and never exec'd; pid 42 forked
             // at 110, read at 130, then exec'd /bin/a at 140 (its maps
@@ -418,5 +433,46 @@ mod tests {
         let path = |ts, addr| s.find_at(7, Some(ts), addr).map(|m| m.path.as_str());
         assert_eq!(path(50, 0x7f00005100), Ok("/tmp/libgt.so"));
         assert_eq!(path(50, 0x400100), Ok("/bin/shlib"));
+    }
+
+    /// A system-wide recording read a short-lived process right after its
+    /// exec, before the loader had mapped libc, and the process made its
+    /// stacks and exited before the read again (CI counted 10 libc frames
+    /// of such a process as anonymous instead of gone): a read before a
+    /// stack is no proof that an address was unmapped at the stack.
+    #[test]
+    fn a_read_before_the_loader_mapped_libc_says_nothing_of_later_stacks() {
+        use MapsKind::*;
+        let pie = (0x55be_d2a8_0000, 0x55be_d2a8_5000, "/tmp/pie");
+        let ld = (0x7f04_23e3_4000, 0x7f04_23e6_9000, "/lib/ld.so");
+        let libc = 0x7f04_23d4_0829;
+        let only_early = AddressSpaces::new([
+            timed(7411, 100, Fork { parent: 1 }, &[]),
+            timed(7411, 200, Exec, &[]),
+            timed(7411, 250, Snapshot, &[pie, ld]),
+        ]);
+        let why = |s: &AddressSpaces, ts| s.find_at(7411, Some(ts), libc).map(|_| ());
+        assert_eq!(
+            only_early
+                .find_at(7411, Some(300), 0x55be_d2a8_13f3)
+                .unwrap()
+                .path,
+            "/tmp/pie"
+        );
+        assert_eq!(why(&only_early, 300), Err(Unresolved::ProcessUnknown));
+        // At the end of the trace, the last read is what is known.
+        assert_eq!(only_early.find(7411, libc), Err(Unresolved::Anonymous));
+        // A stack before the read, or a read after the stack: known.
+        assert_eq!(why(&only_early, 240), Err(Unresolved::Anonymous));
+        let read_after = AddressSpaces::new([
+            timed(7411, 200, Exec, &[]),
+            timed(7411, 250, Snapshot, &[pie, ld]),
+            timed(7411, 400, Snapshot, &[pie, ld]),
+        ]);
+        assert_eq!(why(&read_after, 300), Err(Unresolved::Anonymous));
+        // The kernel's records name every mapping a stack is in, whenever.
+        let records =
+            AddressSpaces::new([timed(7411, 200, Exec, &[pie]), timed(7411, 250, Add, &[ld])]);
+        assert_eq!(why(&records, 300), Err(Unresolved::Anonymous));
     }
 }
