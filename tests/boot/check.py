@@ -42,7 +42,7 @@ GANG = ["chain_level3", "chain_level2", "chain_level1", "do_chain", "do_gang", "
 # what may follow main in a static glibc binary (start code, no frame pointers)
 LIBC_START = re.compile(r"^(__libc_start\w*|_start)$")
 
-NR_NANOSLEEP, NR_GETPID, NR_EXIT, NR_KILL, NR_EXIT_GROUP = 35, 39, 60, 62, 231
+NR_NANOSLEEP, NR_GETPID, NR_EXECVE, NR_EXIT, NR_KILL, NR_GETPPID, NR_EXIT_GROUP = 35, 39, 59, 60, 62, 110, 231
 
 SPLAT = re.compile(
     r"Kernel panic|BUG:|kernel BUG at|WARNING:|Oops|general protection fault|panicked at|"
@@ -1223,17 +1223,21 @@ def case_tc_threads(ctx, files):
     ctx.diag("(off) with -O nouserstacktrace_maps no frame is symbolized")
 
 
-def case_exit_window(ctx, files):
+def exit_window(ctx, files, prefix, nr, chain):
     """Events of the way back to user space (the irq_enable of exit_to_user_mode(),
     after the last task work) belong to their own kernel entry: they carry its
-    cookie, not the one of the task's next kernel entry."""
+    cookie, not the one of the task's next kernel entry. The program made
+    `iterations` system calls `nr` from `chain`, each with exactly one stack."""
     t = truth(files)
     pid, n = int(t["pid"]), int(t["iterations"])
-    d, cf, sf = dump(files, "c20")
+    d, cf, sf = dump(files, prefix)
     expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
     pairs, _, stacks = collect(d, cf, sf)
     cookie_of = {id(e): c["cookie"] for e, c in pairs}
     mine = [e for e in d.merged() if e.pid == pid]
+    # the shell that set the pid filter calls getppid too: from its execve on
+    execs = [i for i, e in enumerate(mine) if e.name == "sys_enter" and e["id"] == NR_EXECVE]
+    mine = mine[execs[-1]:] if execs else mine
     calls = {cookie_of.get(id(e)): e for e in mine if e.name == "sys_enter"}
     expect(None not in calls and 0 not in calls, "a sys_enter without a cookie")
     # The stack entry of a system call is written by the unwind callback, the
@@ -1253,16 +1257,50 @@ def case_exit_window(ctx, files):
                    + (", a later system call's" if c in calls else ""))
             outward += 1
             pending = None
-    sleeps = [c for c, e in calls.items() if e["id"] == NR_NANOSLEEP]
-    expect(len(sleeps) == n, f"{len(sleeps)} nanosleep calls recorded, ustest made {n}")
+    made = [c for c, e in calls.items() if e["id"] == nr]
+    expect(len(made) == n, f"{len(made)} calls of system call {nr} recorded, ustest made {n}")
     expect(outward >= n, f"{outward} irq_enable events on the way out of a system call, fewer than the {n} "
-           "nanosleep calls: the case proves nothing")
-    for c in sleeps:
+           f"calls of {nr}: the case proves nothing")
+    for c in made:
         st = stacks.get((pid, c), [])
         expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events, expected exactly 1")
-        names = check_frames(ctx.syms, sf, st[0], CHAIN)
+        names = check_frames(ctx.syms, sf, st[0], chain)
     ctx.diag(f"{len(calls)} system calls; {outward} irq_enable events on the way out of them, each with its "
-             f"call's cookie; {n} nanosleep stacks {names}")
+             f"call's cookie; {n} stacks of system call {nr} {names}")
+    return t, d, sf
+
+
+def nested_page_cookies(d, sf, pid):
+    """Stack entries of the unwind callback (prev set) that are no link and whose
+    last cookie-bearing entry of the task before them in their sub-buffer is a
+    page cookie of their own cookie: an interrupt wrote it in the callback, after
+    the callback dropped the task's page cookie coverage."""
+    pf = d.fmt("ftrace", "user_unwind_page_cookie")
+    n = 0
+    for cpu in d.cpus:
+        last = None
+        for e in cpu.events:
+            if e.pid != pid:
+                continue
+            if e.fmt is pf:
+                last = (e.pos // cpu.page_size, e["cookie"])
+            elif e.fmt is sf:
+                n += not e["links"] and e["prev"] != 0 and last == (e.pos // cpu.page_size, e["cookie"])
+                last = None
+    return n
+
+
+def case_exit_window(ctx, files):
+    exit_window(ctx, files, "c20", NR_NANOSLEEP, CHAIN)
+
+
+def case_exit_ipi(ctx, files):
+    """As case_exit_window, with IPIs nesting in the way out without pause."""
+    t, d, sf = exit_window(ctx, files, "c22", NR_GETPPID, ["ipi_leaf", "ipi_level1", "do_ipi", "main"])
+    expect(int(t["sent"]) > 0, "no mprotect of the sender thread took write access away: the case proves nothing")
+    ctx.diag(f"{t['sent']} mprotect calls took write access away meanwhile (TLB shootdown IPIs); "
+             f"{nested_page_cookies(d, sf, int(t['pid']))} stack entries with an interrupt's page cookie "
+             "right before them, no link")
 
 
 def case_uprobe_migrate(ctx, files):
@@ -1425,6 +1463,7 @@ CASES = [
     ("19-trace-cmd-threads", "trace_cmd_threads_symbolize", case_tc_threads),
     ("20-exit-window", "exit_path_events_own_cookie", case_exit_window),
     ("21-uprobe-migrate", "trigger_cookie_on_event_cpu_uprobe_migrating", case_uprobe_migrate),
+    ("22-exit-ipi", "exit_path_events_own_cookie_nested_irqs", case_exit_ipi),
 ]
 
 

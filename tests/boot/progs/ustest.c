@@ -37,6 +37,10 @@
  *                         prints the threads' tids (a process whose stacks come from
  *                         tasks other than its group leader)
  *
+ *   ustest ipi N          main -> do_ipi -> ipi_level1 -> ipi_leaf: N x getppid on CPU 0,
+ *                         while a thread on CPU 1 makes TLB shootdown IPIs reach it without
+ *                         pause (mprotect; interrupts nest in the unwind callback's writes)
+ *
  *   ustest uprobe N       main -> do_uprobe -> up_level1 -> up_target: N calls, while a
  *                         thread moves the main thread between CPU 0 and 1 without pause
  *                         (a uprobe on up_target commits its event preemptibly); prints
@@ -53,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -572,6 +577,67 @@ NOINL void *up_mover(void *arg)
 	return NULL;
 }
 
+/* ---- ipi ---- */
+static volatile int ipi_done, ipi_started;
+
+/*
+ * On CPU 1: interrupts CPU 0 whenever it runs the process, in user space or
+ * in the kernel, until do_ipi is done: taking write access away from a page
+ * the process touched flushes the TLB of every CPU that runs its mm, by IPI.
+ */
+NOINL void *ipi_sender(void *arg)
+{
+	char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long sent = 0;
+
+	(void)arg;
+	pin(0, 1);
+	if (page == MAP_FAILED)
+		return NULL;
+	while (!ipi_done) {
+		page[0] = 1;
+		ipi_started = 1;
+		sent += mprotect(page, 4096, PROT_READ) == 0;
+		mprotect(page, 4096, PROT_READ | PROT_WRITE);
+	}
+	munmap(page, 4096);
+	return (void *)sent;
+}
+
+NOINL long ipi_leaf(void)
+{
+	long r = sys2(SYS_getppid, 0, 0);
+
+	after_syscall(r);
+	return r;
+}
+
+NOINL long ipi_level1(void)
+{
+	long r = ipi_leaf();
+
+	BARRIER();
+	return r + 1;
+}
+
+NOINL int do_ipi(int n)
+{
+	pthread_t t;
+	void *sent;
+
+	if (pin(0, 0) || pthread_create(&t, NULL, ipi_sender, NULL))
+		return 1;
+	while (!ipi_started)
+		sched_yield();
+	for (int i = 0; i < n; i++)
+		sink += ipi_level1();
+	ipi_done = 1;
+	pthread_join(t, &sent);
+	printf("ustest ipi pid=%d iterations=%d syscall=%d sent=%ld\n", getpid(), n, SYS_getppid,
+	       (long)sent);
+	return 0;
+}
+
 /* The offset in the file of the code at @addr, from /proc/self/maps */
 static long file_offset(unsigned long addr)
 {
@@ -639,8 +705,10 @@ int main(int argc, char **argv)
 		return do_threads(n);
 	if (!strcmp(argv[1], "uprobe"))
 		return do_uprobe(n);
+	if (!strcmp(argv[1], "ipi"))
+		return do_ipi(n);
 usage:
-	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap|threads|uprobe N "
+	fprintf(stderr, "usage: ustest chain|flood|migrate|exiter|stress|maps|signal|gang|snap|threads|uprobe|ipi N "
 		"[MARKER|FILE]\n");
 	return 2;
 }
