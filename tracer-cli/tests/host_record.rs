@@ -366,9 +366,30 @@ fn record_counts_every_syscall_of_a_program_with_stacks() {
             .filter(|l| l.contains(&format!("{comm}-{tid} ")) && l.contains(&format!(" {ev}:")))
             .count() as u64
     };
-    assert_eq!(count("ustk_worker", worker, "sys_enter_getppid"), n_thread);
-    assert_eq!(count("ustk_probe", pid, "sys_enter_getppid"), n_main);
-    assert_eq!(count("ustk_probe", pid, "sys_exit_getppid"), n_main);
+    // The names the report gave the task's lines of `ev`, should a count
+    // fail: `<...>` (no name saved), or another name than the task's.
+    let names = |tid: u64, ev: &str| {
+        let mut by: std::collections::BTreeMap<&str, u64> = Default::default();
+        for l in report.lines().filter(|l| l.contains(&format!(" {ev}:"))) {
+            let tail = format!("-{tid}");
+            if let Some(w) = l.split_whitespace().find(|w| w.ends_with(&tail)) {
+                *by.entry(w).or_default() += 1;
+            }
+        }
+        by
+    };
+    for (comm, tid, ev, n) in [
+        ("ustk_worker", worker, "sys_enter_getppid", n_thread),
+        ("ustk_probe", pid, "sys_enter_getppid", n_main),
+        ("ustk_probe", pid, "sys_exit_getppid", n_main),
+    ] {
+        assert_eq!(
+            count(comm, tid, ev),
+            n,
+            "{comm}-{tid} {ev}: the lines of tid {tid} by name: {:?}",
+            names(tid, ev)
+        );
+    }
 }
 
 /// A process and a renamed thread that call getppid 5 times each, then
