@@ -1240,6 +1240,28 @@ def exit_window(ctx, files, prefix, nr, chain):
     mine = mine[execs[-1]:] if execs else mine
     calls = {cookie_of.get(id(e)): e for e in mine if e.name == "sys_enter"}
     expect(None not in calls and 0 not in calls, "a sys_enter without a cookie")
+    # Every system call event has a cookie. The preemptirq events (of the
+    # unwind request's irqsave, of interrupts) nest in the option's writers:
+    # one that comes while an event of the task moves to a new page may have
+    # none (tracing/0005), but never the cookie of another system call: an
+    # event with the cookie of call k comes after the stack entry of call
+    # k-1 and before the sys_enter of call k+1.
+    own = [e for e in mine if e.fmt is not None and e.fmt.system != "ftrace"]
+    bare = [e for e in own if not cookie_of.get(id(e))]
+    expect(not [e for e in bare if e.name in ("sys_enter", "sys_exit")],
+           "system call events of ustest without a cookie: "
+           + ", ".join(f"{e.name} at {e.ts} on CPU {e.cpu}" for e in bare[:3]))
+    where = {id(e): i for i, e in enumerate(mine)}
+    order = [c for c, _ in sorted(calls.items(), key=lambda ce: where[id(ce[1])])]
+    stack_at = {e["cookie"]: where[id(e)] for e in mine if e.fmt is sf}
+    rank = {c: k for k, c in enumerate(order)}
+    for e in own:
+        k = rank.get(cookie_of.get(id(e)))
+        if k is None:
+            continue  # no cookie, or one of a page fault or an interrupt from user space
+        lo = stack_at.get(order[k - 1], -1) if k else -1
+        hi = where[id(calls[order[k + 1]])] if k + 1 < len(order) else len(mine)
+        expect(lo < where[id(e)] < hi, f"{e.name} at {e.ts} has the cookie {order[k]:#x} of another system call")
     # The stack entry of a system call is written by the unwind callback, the
     # last task work on its way out; the next irq_enable of the task is the one
     # of exit_to_user_mode(), still in that kernel entry. (Other kernel entries
@@ -1266,7 +1288,8 @@ def exit_window(ctx, files, prefix, nr, chain):
         expect(len(st) == 1, f"cookie {c:#x}: {len(st)} stack events, expected exactly 1")
         names = check_frames(ctx.syms, sf, st[0], chain)
     ctx.diag(f"{len(calls)} system calls; {outward} irq_enable events on the way out of them, each with its "
-             f"call's cookie; {n} stacks of system call {nr} {names}")
+             f"call's cookie; {n} stacks of system call {nr} {names}; {len(bare)} of {len(own)} "
+             "preemptirq events without a cookie, none with another call's")
     return t, d, sf
 
 

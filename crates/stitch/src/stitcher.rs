@@ -17,9 +17,9 @@
 //!   in the same page of the same CPU, up to the pid's next page cookie
 //!   there ([`Input::Page`] starts a page). A zero cookie covers nothing; a
 //!   page cookie of pid 0 with cookie 0 ends every pid's page cookie in the
-//!   page. A `user_unwind_cookie` after an event still takes it (it is
-//!   written after an event that landed in another page than its page
-//!   cookie); events of the pid before a page cookie are closed to later
+//!   page. A `user_unwind_cookie` after an event still takes it (the
+//!   trigger writes it; kernels before v3 also wrote it after an event that
+//!   landed in another page than its page cookie); events of the pid before a page cookie are closed to later
 //!   `user_unwind_cookie`s. Nothing else is needed inside one page, so
 //!   losses (whole pages, or stretches between pages) never attach a wrong
 //!   cookie.

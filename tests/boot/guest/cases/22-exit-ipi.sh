@@ -6,7 +6,9 @@
 # callback between its reset of the task's page cookie and the reservation
 # of its stack entry writes a page cookie of its own there: the stack entry
 # must then be no link, or the irq_enable of exit_to_user_mode() after it
-# is read as the next system call's.
+# is read as the next system call's. irq_disable is recorded too: the
+# unwind request saves and restores the interrupt flag, and those events
+# nest in the option's writers (every event must still have a cookie).
 . /cases/lib.sh
 need "$T/events/preemptirq/irq_enable" "kernel lacks preemptirq events"
 [ "$ncpus" -ge 2 ] || skip "needs 2 CPUs"
@@ -16,6 +18,7 @@ w 24576 "$I/buffer_size_kb"
 w 1 "$I/events/raw_syscalls/sys_enter/enable"
 w 1 "$I/events/raw_syscalls/sys_exit/enable"
 w 1 "$I/events/preemptirq/irq_enable/enable"
+w 1 "$I/events/preemptirq/irq_disable/enable"
 w 1 "$I/options/userstacktrace_delay"
 sh -c "echo \$\$ >$I/set_event_pid && exec ustest ipi 30000" >truth.txt
 w 0 "$I/tracing_on"
