@@ -328,6 +328,30 @@ def case_kunit(ctx, files):
         ctx.diag(f"{n}: {len(subs)} cases ok")
 
 
+def text_same_as_raw(ctx, text, d, pairs, sf, what="trace text"):
+    """A reader of the trace file gets the same cookie for every event with the
+    rules for text (kernel-patch tracing/0013: the file prints prev and links,
+    and "the same page" reads "the same CPU since its last LOST line") as a
+    reader of the raw pages of the same buffer."""
+    if "links" not in sf.fields:
+        return
+    expect(text.strip(), f"{what}: empty")
+    by_text = rawtrace.text_attribute(text)
+    cookie_of = {id(e): c["cookie"] for e, c in pairs}
+    compared = 0
+    for c in d.cpus:
+        raw = [(e.name, e.pid, cookie_of.get(id(e))) for e in c.events if e.fmt is not None and e.fmt.system != "ftrace"]
+        got = by_text.get(c.cpu, [])
+        diff = next((i for i, (a, b) in enumerate(zip(raw, got)) if a != b), None)
+        expect(len(raw) == len(got) and diff is None,
+               f"{what}, CPU {c.cpu}: the text rules give {len(got)} events, the raw ones {len(raw)}; first "
+               f"difference at {diff}: text {got[diff] if diff is not None else None}, "
+               f"raw {raw[diff] if diff is not None else None}")
+        compared += len(raw)
+    covered = sum(1 for v in by_text.values() for x in v if x[2])
+    ctx.diag(f"{what}: {compared} events, {covered} with a cookie, each the same as from the raw pages")
+
+
 def case_option_raw(ctx, files):
     t = truth(files)
     pid, n = int(t["pid"]), int(t["iterations"])
@@ -394,6 +418,7 @@ def case_option_raw(ctx, files):
     addrs = {int(x, 16) for x in re.findall(r"=>\s*(?:<)?(?:0x)?([0-9a-fA-F]+)", text)}
     some = sf.u64_array(my_stacks[(pid, next(iter(seen)))][0].data, "stack")
     expect(all(a in addrs for a in some), "trace: the ' => addr' lines miss frames of a stack")
+    text_same_as_raw(ctx, text, d, pairs, sf)
 
 
 def case_trigger_raw(ctx, files):
@@ -521,6 +546,9 @@ def loss_attribution(ctx, files, prefix, truth_file, mode):
     seqs = sorted(markers)
     times = [markers[s] for s in seqs]
     pairs, _, stacks = collect(d, cf, sf)
+    if mode == "overwrite":
+        text_same_as_raw(ctx, files.get("trace-o.txt", b"").decode("utf-8", "replace"), d, pairs, sf,
+                         "trace text after overwritten pages")
     cookie_of = {id(e): c["cookie"] for e, c in pairs}
     mine = [e for e in evs if e.pid == pid and e.name in ("sys_enter", "sys_exit") and e["id"] == NR_GETPID]
     expect(mine, f"{mode}: no getpid event survived")
@@ -564,6 +592,7 @@ def case_migrate_raw(ctx, files):
     d, cf, sf = dump(files, "c6")
     expect(all(lost == 0 for lost, _ in d.lost()), f"unexpected loss {d.lost()}")
     pairs, strays, stacks = collect(d, cf, sf)
+    text_same_as_raw(ctx, files.get("trace.txt", b"").decode("utf-8", "replace"), d, pairs, sf)
     paired = {id(e): c for e, c in pairs}
     entries = [
         ent

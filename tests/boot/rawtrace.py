@@ -365,6 +365,73 @@ def resolve_links(pairs, stack_events, stack_fmt):
     return out
 
 
+TEXT_EVENT = re.compile(r"^\s*.+-(\d+)\s+\[(\d+)\]\s+\S+\s+[\d.]+: ([^:]+?)(?::|$)(.*)$")
+TEXT_LOST = re.compile(r"^CPU:(\d+) \[LOST")
+TEXT_STACK = re.compile(r"^cookie=([0-9a-f]+) prev=([0-9a-f]+) links=(\d)")
+
+
+def text_attribute(text):
+    """Per CPU, the cookie of every trace event of a ``trace`` file, by the
+    rules for text of kernel-patch tracing/0013 (Documentation/trace/
+    user-unwind.rst): "the same page" is "the same CPU since its last LOST
+    line". Returns {cpu: [(name, pid, cookie or None)]} in text order, the
+    ``ftrace`` system's entries left out."""
+    cur, out, last = {}, {}, {}
+    links = []  # (cpu, index, pid, linking cookie), resolved by prev at the end
+    prevs = {}
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = TEXT_LOST.match(line)
+        if m:
+            cur[int(m.group(1))] = {}
+            last.pop(int(m.group(1)), None)
+            continue
+        m = TEXT_EVENT.match(line)
+        if not m or line.startswith("#"):
+            continue
+        pid, cpu, name, rest = int(m.group(1)), int(m.group(2)), m.group(3).strip(), m.group(4)
+        state = cur.setdefault(cpu, {})
+        if name == "user_unwind_page_cookie":
+            c = int(re.search(r"cookie=([0-9a-f]+)", rest).group(1), 16)
+            if pid == 0 and c == 0:
+                state.clear()
+            else:
+                state[pid] = ("page", c)
+            last.pop(cpu, None)
+        elif name == "user_unwind_cookie":
+            c = int(re.search(r"cookie=([0-9a-f]+)", rest).group(1), 16)
+            prev = last.pop(cpu, None)
+            if prev is not None and prev[1] == pid:
+                events = out[cpu]
+                events[prev[0]] = (events[prev[0]][0], pid, c)
+        elif name.startswith("<user stack unwind>"):
+            st = TEXT_STACK.match(lines[i + 1]) if i + 1 < len(lines) else None
+            if st:
+                cookie, prev, linked = int(st.group(1), 16), int(st.group(2), 16), st.group(3) == "1"
+                if prev:
+                    prevs.setdefault((pid, prev), cookie)
+                if linked and cookie:
+                    state[pid] = ("link", cookie)
+            last.pop(cpu, None)
+        elif name.startswith("user_unwind_") or name in ("tracing_mark_write", "<stack trace>"):
+            pass
+        else:
+            kind = state.get(pid)
+            events = out.setdefault(cpu, [])
+            if kind is None or kind[1] == 0:
+                events.append((name, pid, None))
+            elif kind[0] == "page":
+                events.append((name, pid, kind[1]))
+            else:
+                events.append((name, pid, None))
+                links.append((cpu, len(events) - 1, pid, kind[1]))
+            last[cpu] = (len(out[cpu]) - 1, pid)
+    for cpu, idx, pid, link in links:
+        name = out[cpu][idx][0]
+        out[cpu][idx] = (name, pid, prevs.get((pid, link)))
+    return out
+
+
 class Symbols:
     """Function symbols of a static binary (from `nm -n` output)."""
 

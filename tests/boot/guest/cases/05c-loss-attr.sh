@@ -11,6 +11,7 @@ flood_inst c5c
 w 1 "$I/options/overwrite"
 ustest flood 3000 "$I/trace_marker" >truth-o.txt
 w 0 "$I/tracing_on"
+cat "$I/trace" >trace-o.txt
 dump "$I" c5o
 
 # producer mode: writes fail while the buffer is full; a slow reader empties it

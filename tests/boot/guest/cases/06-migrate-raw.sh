@@ -13,6 +13,7 @@ w 1 "$I/events/raw_syscalls/sys_exit/enable"
 w 1 "$I/options/userstacktrace_delay"
 ustest migrate 12 >truth.txt
 w 0 "$I/tracing_on"
+cat "$I/trace" >trace.txt
 dump "$I" c6
 w 0 "$I/options/userstacktrace_delay"
 rmdir "$I"
