@@ -203,7 +203,9 @@ fn literal_close(s: &[u8], start: usize) -> Option<usize> {
 /// An argument literal that is never closed on the line: libtraceevent
 /// crashes (SIGSEGV) parsing the rest of the line as one. The format
 /// string itself, the first literal, may go on past the line (the kernel
-/// writes multi-line ones, as ext4_fc_stats's).
+/// writes multi-line ones, as ext4_fc_stats's). A control character in an
+/// argument literal (`"\t/R"`) makes it divide by zero (SIGFPE); kernels
+/// write them only in the format string (maple_tree's tabs).
 fn unclosed_literal(text: &str) -> Option<String> {
     let s = text.as_bytes();
     let mut i = 0;
@@ -211,6 +213,9 @@ fn unclosed_literal(text: &str) -> Option<String> {
     while i < s.len() {
         if s[i] == b'"' || s[i] == b'\'' {
             match literal_close(s, i) {
+                Some(end) if !first && s[i..end].iter().any(u8::is_ascii_control) => {
+                    return Some("a control character in an argument literal".into());
+                }
                 Some(end) => i = end,
                 None if first => return None,
                 None => return Some("an argument literal that is never closed".into()),

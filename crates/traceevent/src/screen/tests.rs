@@ -174,6 +174,12 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
         r#""%d", (REC->value ? 1) : 4"#,
         "a ':' with no '?' before it",
     );
+    // Found by the fuzzer: SIGFPE on a tab in an argument literal.
+    refused(
+        "\"\", \"\t/R\"",
+        "a control character in an argument literal",
+    );
+    assert_eq!(verdict("\"%s\tNode %p\", REC->fn, REC->node"), Ok(()));
     for ok in [
         r#""%d", REC->value == 1 || REC->value != 2 || REC->value <= 3"#,
         r#""%d", REC->a ? (REC->b ? 1 : 2) : REC->c >= 3 ? 4 : 5"#,
