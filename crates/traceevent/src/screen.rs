@@ -114,6 +114,7 @@ fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
             let args = &print_fmt[literal_end(print_fmt.as_bytes(), fmt_start)..];
             unsafe_division(&tokenize(args), fields)
         })
+        .or_else(|| foreign_member(&toks))
 }
 
 fn is_print_fmt_line(trimmed: &str) -> bool {
@@ -408,6 +409,18 @@ fn missing_operator(toks: &[Tok<'_>]) -> Option<String> {
                 tok_text(&w[1])
             )
         })
+    })
+}
+
+/// A `->` on a name other than `REC` (`a->b`, `REC->a->b`): the kernel's
+/// print fmts reach fields only as `REC->f` or `(REC)->f`, and libtraceevent
+/// crashes (SIGSEGV) on `1 ? 2 : a->b`.
+fn foreign_member(toks: &[Tok<'_>]) -> Option<String> {
+    toks.windows(3).find_map(|w| match (w[0], w[1], w[2]) {
+        (Tok::Ident(name), Tok::Punct(b'-'), Tok::Punct(b'>')) if name != "REC" => {
+            Some(format!("a '->' on '{name}', not on REC"))
+        }
+        _ => None,
     })
 }
 

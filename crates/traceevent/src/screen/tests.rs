@@ -174,6 +174,13 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
         r#""%d", (REC->value ? 1) : 4"#,
         "a ':' with no '?' before it",
     );
+    // Found by the fuzzer: SIGSEGV on a member of something not REC in the
+    // last operand of a '?:'.
+    refused(r#""%d", 1 ? 2 : a->b"#, "a '->' on 'a', not on REC");
+    refused(r#""%d", REC->a->b"#, "a '->' on 'a', not on REC");
+    for ok in [r#""%d", 1 ? 2 : REC->b"#, r#""%llu", (REC)->top_delta_ts"#] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
     // Found by the fuzzer: SIGFPE on a tab in an argument literal.
     refused(
         "\"\", \"\t/R\"",
