@@ -377,7 +377,7 @@ def text_attribute(text):
     line". Returns {cpu: [(name, pid, cookie or None)]} in text order, the
     ``ftrace`` system's entries left out."""
     cur, out, last = {}, {}, {}
-    links = []  # (cpu, index, pid, linking cookie), resolved by prev at the end
+    links = {}  # (cpu, index) -> (pid, linking cookie), resolved by prev at the end
     prevs = {}
     lines = text.splitlines()
     for i, line in enumerate(lines):
@@ -400,10 +400,12 @@ def text_attribute(text):
             last.pop(cpu, None)
         elif name == "user_unwind_cookie":
             c = int(re.search(r"cookie=([0-9a-f]+)", rest).group(1), 16)
-            prev = last.pop(cpu, None)
-            if prev is not None and prev[1] == pid:
+            before = last.pop(cpu, None)
+            if before is not None and before[1] == pid:
+                # rule 1: it takes precedence over a page cookie or a link
                 events = out[cpu]
-                events[prev[0]] = (events[prev[0]][0], pid, c)
+                events[before[0]] = (events[before[0]][0], pid, c)
+                links.pop((cpu, before[0]), None)
         elif name.startswith("<user stack unwind>"):
             st = TEXT_STACK.match(lines[i + 1]) if i + 1 < len(lines) else None
             if st:
@@ -424,11 +426,10 @@ def text_attribute(text):
                 events.append((name, pid, kind[1]))
             else:
                 events.append((name, pid, None))
-                links.append((cpu, len(events) - 1, pid, kind[1]))
+                links[(cpu, len(events) - 1)] = (pid, kind[1])
             last[cpu] = (len(out[cpu]) - 1, pid)
-    for cpu, idx, pid, link in links:
-        name = out[cpu][idx][0]
-        out[cpu][idx] = (name, pid, prevs.get((pid, link)))
+    for (cpu, idx), (pid, link) in links.items():
+        out[cpu][idx] = (out[cpu][idx][0], pid, prevs.get((pid, link)))
     return out
 
 
