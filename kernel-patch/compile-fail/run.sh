@@ -4,7 +4,7 @@
 # failure, so the misuse examples of kernel::unwind are files here, each
 # with a "// expect: E0NNN" (or "// expect: ok") line, compiled against the
 # built kernel crate with exactly the rustc command kbuild used for the
-# series' own Rust user (kernel/trace/rust_user_unwind.o), metadata only.
+# series' own Rust user (kernel/trace/user_unwind_tracer.o), metadata only.
 # A case passes when rustc fails with that error code (or succeeds, for
 # "ok"); prints "N passed, N failed".
 #
@@ -17,7 +17,7 @@ if [ -z "$KOUT" ]; then
 	bz=$("$HERE/../build.sh" --print-bzimage) || { echo "compile-fail: no kernel built"; exit 1; }
 	KOUT=${bz%/arch/*}
 fi
-cmdfile=$KOUT/kernel/trace/.rust_user_unwind.o.cmd
+cmdfile=$KOUT/kernel/trace/.user_unwind_tracer.o.cmd
 [ -f "$cmdfile" ] || { echo "compile-fail: $cmdfile missing (a kernel built with the series?)"; exit 1; }
 # shellcheck disable=SC1090 # rustc and its environment, as for the kernel build
 eval "$("$HERE/../build.sh" --print-env)" || { echo "compile-fail: build.sh --print-env failed"; exit 1; }
@@ -27,7 +27,7 @@ export RUSTC_BOOTSTRAP=1
 
 # The command, without its output options and source file
 cmd=$(sed -n 's/^savedcmd_[^ ]* := //p' "$cmdfile" |
-	sed -e 's/ --out-dir [^ ]*//' -e 's/ --emit=[^ ]*//g' -e 's/ [^ ]*rust_user_unwind\.rs *$//')
+	sed -e 's/ --out-dir [^ ]*//' -e 's/ --emit=[^ ]*//g' -e 's/ [^ ]*user_unwind_tracer\.rs *$//')
 case "$cmd" in *rustc*) ;; *) echo "compile-fail: no rustc command in $cmdfile"; exit 1 ;; esac
 
 tmp=$(mktemp -d)
