@@ -25,8 +25,10 @@
 #                    bench.config (debug options on), objects in <tree>/out;
 #                    bench: tinyconfig + rust-ftrace, guest, ustack and bench.config
 #                    (no debug options, no KUnit; bench/kernel.sh), objects in
-#                    <tree>/out-bench. Both are keyed and cached on their own, so
-#                    building one never invalidates the other.
+#                    <tree>/out-bench; norust: the bench fragments without Rust
+#                    (norust.config), which builds the series' C feature alone, in
+#                    <tree>/out-norust. Each is keyed and cached on its own, so
+#                    building one never invalidates another.
 #   --patches DIR    apply DIR/series and the patches it names instead of this
 #                    directory's (e.g. another worktree's series, copied)
 #   --tree NAME      use a private patched tree $USTACK_CACHE/kernel-NAME (own
@@ -89,8 +91,8 @@ while [ $# -gt 0 ]; do
 	esac
 done
 case $KCONFIG in
-boot | bench) ;;
-*) echo "build.sh: unknown --config $KCONFIG (boot or bench)" >&2; exit 2 ;;
+boot | bench | norust) ;;
+*) echo "build.sh: unknown --config $KCONFIG (boot, bench or norust)" >&2; exit 2 ;;
 esac
 case $KTREE in
 *[!A-Za-z0-9_.-]* | .*) echo "build.sh: --tree takes a plain name, not '$KTREE'" >&2; exit 2 ;;
@@ -372,8 +374,9 @@ series_patches() { # the patch files named in $PATCH_DIR/series, in order (may b
 # own fragment (so the boot key stays what it was before bench.config existed).
 fragments() {
 	case $KCONFIG in
-	boot) ls "$HERE"/config/*.config 2>/dev/null | grep -v '/bench\.config$' | sort ;;
+	boot) ls "$HERE"/config/*.config 2>/dev/null | grep -Ev '/(bench|norust)\.config$' | sort ;;
 	bench) printf '%s\n' "$HERE"/config/{rust-ftrace,guest,ustack,bench}.config ;;
+	norust) printf '%s\n' "$HERE"/config/{rust-ftrace,guest,ustack,bench,norust}.config ;;
 	esac
 }
 
@@ -454,6 +457,9 @@ configure() {
 	# the boot tests must not silently run without lockdep, KUnit, SMP...
 	for f in $(fragments); do
 		while IFS= read -r line; do
+			# norust.config takes back rust-ftrace's Rust and what needs it
+			[ "$KCONFIG" = norust ] && grep -qx "${line%%=*}=n" "$HERE/config/norust.config" &&
+				[ "$(basename "$f")" != norust.config ] && continue
 			case $line in
 			CONFIG_*=n) sym=${line%%=*}
 				if grep -q "^$sym=" "$KOUT/.config"; then log "$(basename "$f"): $sym should be off"; missing=1; fi ;;
@@ -464,7 +470,11 @@ configure() {
 			esac
 		done <"$f"
 	done
-	grep -q '^CONFIG_RUST=y' "$KOUT/.config" || die "CONFIG_RUST got dropped (rustavailable / LIBCLANG_PATH?)"
+	if [ "$KCONFIG" = norust ]; then
+		grep -q '^CONFIG_TRACER_USER_UNWIND=y' "$KOUT/.config" || die "CONFIG_TRACER_USER_UNWIND needs more than the C side"
+	else
+		grep -q '^CONFIG_RUST=y' "$KOUT/.config" || die "CONFIG_RUST got dropped (rustavailable / LIBCLANG_PATH?)"
+	fi
 	[ "$missing" = 0 ] || die "the configuration lost options the fragments ask for (see above)"
 	echo "$key" >"$KOUT/.ustack-config-key"
 }

@@ -3,7 +3,8 @@
 #   1. the Rust workspace tests (unit, integration, and as root the host
 #      tracefs tests, which are #[ignore]d otherwise);
 #   2. the kernel boot tests: patched kernel + tracer-cli end to end under QEMU,
-#      then the compile-fail tests of the kernel's Rust abstractions.
+#      then the compile-fail tests of the kernel's Rust abstractions, then the
+#      C cases again on a kernel built without Rust.
 # Prints the time of each phase and a final "N passed, N failed" line.
 # Set USTACK_SKIP_BOOT=1 to run only the Rust tests (never in CI).
 set -uo pipefail
@@ -65,6 +66,13 @@ else
 	# needs the kernel the boot tests built
 	phase "kernel Rust compile-fail tests (kernel-patch/compile-fail/run.sh)"
 	counted "compile-fail tests" "$log/cfail" kernel-patch/compile-fail/run.sh
+
+	# The option, the trigger and the mapping records are C: they must work in a
+	# kernel without Rust (ftracetest is left out: it has the Rust tracer's test)
+	phase "boot tests of the series without Rust (build.sh --config norust)"
+	counted "boot tests without Rust" "$log/norust" env USTACK_BOOT_CONFIG=norust \
+		USTACK_BOOT_ONLY=03,04,05,07,11 USTACK_BOOT_OUT="${USTACK_CACHE:-$HOME/.cache/ustack}/boot/last-norust" \
+		tests/boot/run.sh
 fi
 
 [ "$failed" = 0 ] || status=1

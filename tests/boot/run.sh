@@ -44,7 +44,9 @@ if [ -n "${USTACK_BZIMAGE:-}" ]; then
 	KSRC=${USTACK_KSRC:-}
 	echo "boot-tests: using $BZ (not built here)"
 else
-	BZ=$("$REPO/kernel-patch/build.sh" | tail -1) || die "kernel build failed"
+	# USTACK_BOOT_CONFIG=norust: the series' C feature without Rust (build.sh --config)
+	BZ=$("$REPO/kernel-patch/build.sh" --config "${USTACK_BOOT_CONFIG:-boot}" | tail -1) ||
+		die "kernel build failed"
 	KSRC=$("$REPO/kernel-patch/build.sh" --print-src)
 fi
 [ -f "$BZ" ] || die "no bzImage at $BZ"
