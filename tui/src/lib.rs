@@ -131,7 +131,7 @@ fn selection(
         return Ok((Vec::new(), Vec::new()));
     };
     let sym = ustack_stitch::file::symbolizer(f);
-    let mut texts = ustack_stitch::view::Texts::for_file(f);
+    let mut texts = ustack_printer::text::Texts::for_file(f);
     texts
         .set_filters(&select.filters, &select.neg_filters)
         .map_err(Error)?;

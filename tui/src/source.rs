@@ -6,7 +6,7 @@ use std::sync::Arc;
 use ustack_stitch::file;
 use ustack_stitch::stitcher::UserStackRef;
 use ustack_stitch::trace::Index;
-use ustack_stitch::view::{self, GroupDetail};
+use ustack_stitch::view::{self, EventText, GroupDetail};
 use ustack_symbolize::{Frame, Symbolizer};
 use ustack_tracedata::TraceFile;
 
@@ -39,7 +39,7 @@ pub struct FileSource {
     file: Arc<TraceFile>,
     buffer: usize,
     sym: Symbolizer,
-    texts: view::Texts,
+    texts: ustack_printer::text::Texts,
 }
 
 impl FileSource {
@@ -48,7 +48,7 @@ impl FileSource {
     /// be shared with a thread that indexes it.
     pub fn new(file: Arc<TraceFile>, buffer: usize) -> Self {
         let sym = file::symbolizer(&file);
-        let texts = view::Texts::for_file(&file);
+        let texts = ustack_printer::text::Texts::for_file(&file);
         FileSource {
             file,
             buffer,

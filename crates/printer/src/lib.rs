@@ -11,7 +11,9 @@
 //! * [`select`] chooses the groups and events the stitched views show;
 //! * [`profile`] is `report --profile` (times and call trees per task);
 //! * [`group`] is the text of one stitched group and [`frame`] the one
-//!   place a stack frame is spelt, for each kind of output.
+//!   place a stack frame is spelt, for each kind of output;
+//! * [`text`] gives the stitched views their event text (libtraceevent's,
+//!   as `trace-cmd report` prints it, else the fields) and `-F` filters.
 //!
 //! It writes to any `io::Write` and prints nothing else: what to do with a
 //! closed pipe or a warning is the program's choice.
@@ -25,6 +27,7 @@ pub mod profile;
 pub mod report;
 pub mod select;
 pub mod stacks;
+pub mod text;
 pub mod tracecmd;
 pub mod verbose;
 pub mod wakeup;

@@ -8,9 +8,9 @@
 //! given and its stack record passes `--cpu` and `--time`. `--pid` and
 //! `--comm` choose whole groups.
 
+use crate::text::Texts;
 use anyhow::{bail, Context, Result};
 use ustack_stitch::trace::Index;
-use ustack_stitch::view::Texts;
 use ustack_stitch::Group;
 use ustack_tracedata::Record;
 

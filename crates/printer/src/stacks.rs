@@ -110,7 +110,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
     let mut sym = file::symbolizer_for(f, &idx, view.symfs.clone());
-    let mut texts = view::Texts::for_file(f);
+    let mut texts = crate::text::Texts::for_file(f);
     texts
         .set_filters(&view.select.filters, &view.select.neg_filters)
         .map_err(anyhow::Error::msg)?;

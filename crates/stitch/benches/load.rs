@@ -32,7 +32,7 @@ fn main() {
             &idx,
             g,
             |s| ustack_stitch::file::record(&f, buf, &idx.events[s as usize]),
-            &mut ustack_stitch::view::Texts::generic(),
+            &mut ustack_stitch::view::NamesOnly,
             &mut sym,
         );
         let first = t.elapsed();

@@ -29,10 +29,11 @@
 //! * [`internal`]: the one list of tracing-internal kernel frames
 //!   (`trace_event_raw_event_*`, ftrace callbacks, stack savers) that the
 //!   views hide unless asked.
-//! * [`view`] and [`printfmt`]: display-ready groups (event text as
-//!   `trace-cmd report` prints it, symbolized frames), shared by
+//! * [`view`]: display-ready groups (events, symbolized frames), shared by
 //!   `tracer-cli report --stacks` and the TUI, symbolized by
-//!   `ustack-symbolize`.
+//!   `ustack-symbolize`; the text of their events is the printer's
+//!   (`ustack-printer`), through [`view::EventText`]. This crate writes no
+//!   output.
 //!
 //! Tests build their traces with the `ustack-testdata` crate (a
 //! dev-dependency only).
@@ -55,7 +56,6 @@
 pub mod file;
 pub mod internal;
 pub mod mappings;
-pub mod printfmt;
 pub mod stitcher;
 pub mod trace;
 pub mod view;

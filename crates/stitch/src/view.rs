@@ -1,13 +1,13 @@
 //! Resolved, display-ready views of groups, shared by the report and the
-//! TUI: event names and field text, symbolized kernel and user stacks.
-//! How they are written is the printer's (`ustack-printer`).
+//! TUI: events with their names and info text (through [`EventText`]),
+//! symbolized kernel and user stacks. How they are written, event text
+//! included, is the printer's (`ustack-printer`).
 
 use ustack_tracedata::format::EventFormat;
-use ustack_tracedata::{Record, TraceFile};
+use ustack_tracedata::Record;
 
-use crate::printfmt::InfoPrinter;
 use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
-use crate::trace::{fields_text, Index};
+use crate::trace::Index;
 use ustack_symbolize::unwind::{End, Snapshot};
 use ustack_symbolize::{Frame, Symbolizer};
 
@@ -79,86 +79,23 @@ pub struct GroupDetail {
     pub user_cut: Option<(usize, End)>,
 }
 
-/// Produces the name and info text of events: libtraceevent's text (as
-/// `trace-cmd report` prints it) when set up for a file, the generic field
-/// text otherwise and for the stack and cookie events.
-#[derive(Debug, Default)]
-pub struct Texts {
-    printer: Option<InfoPrinter>,
-}
-
-impl Texts {
-    /// Generic field text only.
-    pub fn generic() -> Texts {
-        Texts::default()
-    }
-
-    /// libtraceevent's text for the events of `file`.
-    pub fn for_file(file: &TraceFile) -> Texts {
-        Texts {
-            printer: InfoPrinter::new(file),
-        }
-    }
-
-    /// Selects events with trace-cmd's `-F` filters: `pos` keep what they
-    /// match, `neg` (given after `-v`) hide it (see
-    /// [`InfoPrinter::set_filters`]); an error without libtraceevent.
-    pub fn set_filters(&mut self, pos: &[String], neg: &[String]) -> Result<(), String> {
-        match self.printer.as_mut() {
-            Some(p) => {
-                p.set_filters(pos, false)?;
-                p.set_filters(neg, true)
-            }
-            None if pos.is_empty() && neg.is_empty() => Ok(()),
-            None => Err("-F needs libtraceevent, which cannot read this file".to_string()),
-        }
-    }
-
-    /// Whether the `-F` filters keep `rec` (all are kept without filters).
-    pub fn selects(&mut self, rec: &Record<'_>) -> bool {
-        self.printer.as_mut().is_none_or(|p| p.selects(rec))
-    }
-
+/// The name and info text of events, as a view shows them. Writing the
+/// text is the printer's (`ustack-printer`'s `text::Texts`: libtraceevent's
+/// text, or the fields); [`NamesOnly`] gives the names alone.
+pub trait EventText {
     /// Name and info text of event `seq`, given its record if it can be
     /// read.
-    pub fn event_text(
-        &mut self,
-        idx: &Index,
-        seq: u64,
-        rec: Option<&Record<'_>>,
-    ) -> (String, String) {
-        let name = idx.event_name(seq);
-        let fmt = idx
-            .events
-            .get(seq as usize)
-            .and_then(|e| idx.formats.get(&e.id));
-        let info = match (fmt, rec) {
-            (Some(f), Some(r)) => {
-                let special = f.system == "ftrace"
-                    && matches!(
-                        f.name.as_str(),
-                        "user_unwind_cookie"
-                            | "user_unwind_stack"
-                            | "user_unwind_stack_snapshot"
-                            | "user_stack"
-                            | "kernel_stack"
-                    );
-                let printed = if special {
-                    None
-                } else {
-                    self.printer.as_mut().and_then(|p| p.info(r))
-                };
-                printed.unwrap_or_else(|| fields_text(f, r))
-            }
-            _ => String::new(),
-        };
-        (name, info)
-    }
+    fn event_text(&mut self, idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String);
 }
 
-/// Name and generic field text of event `seq` (see [`Texts`]).
-pub fn event_text(idx: &Index, seq: u64, rec: Option<&Record<'_>>) -> (String, String) {
-    Texts::generic().event_text(idx, seq, rec)
+/// Event names without info text, for views that show no event text.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NamesOnly;
+
+impl EventText for NamesOnly {
+    fn event_text(&mut self, idx: &Index, seq: u64, _rec: Option<&Record<'_>>) -> (String, String) {
+        (idx.event_name(seq), String::new())
+    }
 }
 
 /// The command name of `pid`: the trace's saved and learnt names, else the
@@ -176,7 +113,7 @@ pub fn detail<'r>(
     idx: &Index,
     g: &Group,
     rec: impl Fn(u64) -> Option<Record<'r>>,
-    texts: &mut Texts,
+    texts: &mut impl EventText,
     sym: &mut Symbolizer,
 ) -> GroupDetail {
     let events = g

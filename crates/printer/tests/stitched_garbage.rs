@@ -1,5 +1,6 @@
 //! Garbage in, no panic out: random records (special event ids with short
-//! or corrupt payloads, random losses) through the index and the views.
+//! or corrupt payloads, random losses) through the stitcher's index, its
+//! views and their event text.
 
 use ustack_stitch::trace::{Comms, Index, Locator};
 use ustack_symbolize::{AddressSpaces, Symbolizer};
@@ -74,14 +75,14 @@ fn random_records_do_not_panic() {
                 &idx,
                 g,
                 |s| Some(Record::new(0, 0, &payloads[s as usize])),
-                &mut ustack_stitch::view::Texts::generic(),
+                &mut ustack_printer::text::Texts::generic(),
                 &mut sym,
             );
             let _ = format!("{d:?}");
         }
         for s in 0..50u64 {
             let r = Record::new(0, 0, &payloads[s as usize]);
-            let _ = ustack_stitch::view::event_text(&idx, s, Some(&r));
+            let _ = ustack_printer::text::event_text(&idx, s, Some(&r));
         }
     }
 }
