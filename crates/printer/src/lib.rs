@@ -18,6 +18,7 @@
 //! It writes to any `io::Write` and prints nothing else: what to do with a
 //! closed pipe or a warning is the program's choice.
 
+pub mod event_filter;
 pub mod frame;
 pub mod group;
 pub mod listings;

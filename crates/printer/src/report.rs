@@ -9,8 +9,8 @@ use anyhow::{bail, Result};
 use ustack_tracedata::dat::option;
 use ustack_tracedata::{Item, Record, TraceFile};
 use ustack_traceevent as tep;
-use ustack_traceevent::FilterResult;
 
+use crate::event_filter::EventFilters;
 use crate::tracecmd::Printer;
 use crate::wakeup::Wakeups;
 
@@ -97,38 +97,6 @@ pub struct CpuList {
     pub last: bool,
 }
 
-/// trace-cmd's -F filters, through libtraceevent's filter engine.
-struct Filters {
-    pos: Vec<tep::Filter>,
-    neg: Vec<tep::Filter>,
-}
-
-impl Filters {
-    fn new(p: &Printer, args: &ReportOptions) -> Result<Filters> {
-        let mut f = Filters {
-            pos: Vec::new(),
-            neg: Vec::new(),
-        };
-        let all = args.filters.iter().map(|s| (s, false));
-        for (s, neg) in all.chain(args.neg_filters.iter().map(|s| (s, true))) {
-            let flt = tep::Filter::new(p.tep.tep(), s)?;
-            if neg {
-                f.neg.push(flt);
-            } else {
-                f.pos.push(flt);
-            }
-        }
-        Ok(f)
-    }
-
-    /// Whether any filter of `list` matches `rec` (libtraceevent: it
-    /// matches, or the filter is empty).
-    fn any(list: &[tep::Filter], rec: &mut tep::Record<'_>) -> bool {
-        list.iter()
-            .any(|f| matches!(f.test(rec), FilterResult::NoFilter | FilterResult::Match))
-    }
-}
-
 /// One buffer's stream with trace-cmd's filtering applied.
 struct Stream<'a> {
     prefix: String,
@@ -145,7 +113,7 @@ struct Stream<'a> {
 }
 
 struct Ctx<'f> {
-    filters: Filters,
+    filters: EventFilters,
     stack_id: Option<u16>,
     user_stack_id: Option<u16>,
     no_irqs: bool,
@@ -204,7 +172,7 @@ fn show(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
 /// The `-F`/`-v` part of [`show`].
 fn filter_match(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> bool {
     let f = &cx.filters;
-    if f.pos.is_empty() && f.neg.is_empty() {
+    if f.is_empty() {
         return true;
     }
     let mut rec = tep::Record::of(r, r.ts);
@@ -212,14 +180,14 @@ fn filter_match(last_printed: &mut Vec<bool>, cx: &Ctx<'_>, r: &Record<'_>) -> b
     if last_printed.len() <= cpu {
         last_printed.resize(cpu + 1, false);
     }
-    if !f.pos.is_empty() && !Filters::any(&f.pos, &mut rec) {
+    if !f.kept(&mut rec) {
         let id = r.common_type();
         let is_stack = id.is_some() && (id == cx.stack_id || id == cx.user_stack_id);
         if !(is_stack && last_printed[cpu]) {
             return false;
         }
     }
-    let hidden = Filters::any(&f.neg, &mut rec);
+    let hidden = f.hidden(&mut rec);
     last_printed[cpu] = !hidden;
     !hidden
 }
@@ -543,7 +511,8 @@ pub fn report_files(
             // The flag only makes filter parsing print what it parsed.
             printer.tep_mut().set_test_filters(true);
         }
-        let filters = Filters::new(&printer, args)?;
+        let filters = EventFilters::new(printer.tep.tep(), &args.filters, &args.neg_filters)
+            .map_err(anyhow::Error::msg)?;
         if testing {
             // libtraceevent printed the filters (to the C stdout); trace-cmd
             // stops there.

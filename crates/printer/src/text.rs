@@ -10,7 +10,8 @@ use ustack_stitch::view::EventText;
 use ustack_tracedata::format::{EventFormat, FieldKind};
 use ustack_tracedata::{FieldRef, Record, TraceFile};
 use ustack_traceevent as tep;
-use ustack_traceevent::FilterResult;
+
+use crate::event_filter::EventFilters;
 
 /// Produces the name and info text of events: libtraceevent's text (as
 /// `trace-cmd report` prints it) when set up for a file, the generic field
@@ -38,10 +39,7 @@ impl Texts {
     /// [`InfoPrinter::set_filters`]); an error without libtraceevent.
     pub fn set_filters(&mut self, pos: &[String], neg: &[String]) -> Result<(), String> {
         match self.printer.as_mut() {
-            Some(p) => {
-                p.set_filters(pos, false)?;
-                p.set_filters(neg, true)
-            }
+            Some(p) => p.set_filters(pos, neg),
             None if pos.is_empty() && neg.is_empty() => Ok(()),
             None => Err("-F needs libtraceevent, which cannot read this file".to_string()),
         }
@@ -99,8 +97,7 @@ pub struct InfoPrinter {
     /// Index into `texts` by event id.
     by_id: HashMap<u16, usize>,
     seq: tep::TraceSeq,
-    pos: Vec<tep::Filter>,
-    neg: Vec<tep::Filter>,
+    filters: EventFilters,
 }
 
 impl std::fmt::Debug for InfoPrinter {
@@ -145,8 +142,7 @@ impl InfoPrinter {
             texts,
             by_id,
             seq: tep::TraceSeq::new(),
-            pos: Vec::new(),
-            neg: Vec::new(),
+            filters: EventFilters::default(),
         })
     }
 
@@ -179,44 +175,24 @@ impl InfoPrinter {
         }
     }
 
-    /// Selects events with trace-cmd's `-F` filters (`filters`; with
-    /// `invert`, as `-v`: hides what they match) for [`InfoPrinter::selects`].
-    /// A filter libtraceevent does not accept is a one-line error.
-    pub fn set_filters(&mut self, filters: &[String], invert: bool) -> Result<(), String> {
-        if !filters.is_empty() {
+    /// Selects events with trace-cmd's `-F` filters (`pos`) and `-v` ones
+    /// (`neg`) for [`InfoPrinter::selects`]. A filter libtraceevent does not
+    /// accept is a one-line error.
+    pub fn set_filters(&mut self, pos: &[String], neg: &[String]) -> Result<(), String> {
+        // Filters look events up by name: every format must be known.
+        if !pos.is_empty() || !neg.is_empty() {
             for i in 0..self.texts.len() {
                 self.register(self.texts[i].0);
             }
         }
-        for text in filters {
-            let f = tep::Filter::new(self.tep.tep(), text).map_err(|e| e.0)?;
-            if invert {
-                self.neg.push(f);
-            } else {
-                self.pos.push(f);
-            }
-        }
+        self.filters = EventFilters::new(self.tep.tep(), pos, neg)?;
         Ok(())
     }
 
-    /// Whether the `-F` filters keep `rec`, as `trace-cmd report` decides
-    /// for an event: one positive filter matches (or there is none) and no
-    /// inverted one does. An event no positive filter names is not kept.
+    /// Whether the filters keep `rec`, as `trace-cmd report` decides for an
+    /// event (see [`EventFilters::selects`]).
     pub fn selects(&mut self, rec: &Record<'_>) -> bool {
-        let mut raw = tep::Record::of(rec, rec.ts);
-        let found = |r| matches!(r, FilterResult::NoFilter | FilterResult::Match);
-        let mut pos = FilterResult::NoFilter;
-        for f in &self.pos {
-            pos = f.test(&mut raw);
-            if found(pos) {
-                break;
-            }
-        }
-        found(pos)
-            && !self
-                .neg
-                .iter()
-                .any(|f| f.test(&mut raw) == FilterResult::Match)
+        self.filters.is_empty() || self.filters.selects(&mut tep::Record::of(rec, rec.ts))
     }
 }
 
