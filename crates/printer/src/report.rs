@@ -489,7 +489,6 @@ pub fn report_files(
     args: &ReportOptions,
     out: &mut dyn Write,
 ) -> Result<Written> {
-    let mut written = Written::default();
     let multi = inputs.len() > 1;
     if multi && args.wakeup {
         bail!("Wakeup tracing can only be done on a single input file");
@@ -499,6 +498,24 @@ pub fn report_files(
     } else {
         0
     };
+    let Some(mut sources) = open_sources(inputs, args, &mut width, out)? else {
+        return Ok(Written::default());
+    };
+    let mut streams = open_streams(&sources, args.cpus.as_deref(), multi, width);
+    print_merged(inputs, &mut sources, &mut streams, args, out)
+}
+
+/// The printer and context of each input, its `cpus=N` line written, with
+/// `width` grown to fit its instance names; `None` when an option ends the
+/// report there (`--test-filters`, `--cpu-list`, `--version`, `--uname`,
+/// `--stat`).
+fn open_sources<'a, 'f>(
+    inputs: &'a [Input<'f>],
+    args: &ReportOptions,
+    width: &mut usize,
+    out: &mut dyn Write,
+) -> Result<Option<Vec<(&'a Input<'f>, Source<'f>)>>> {
+    let multi = inputs.len() > 1;
     let mut sources = Vec::new();
     let mut first: Option<u64> = None;
     for input in inputs {
@@ -516,7 +533,7 @@ pub fn report_files(
         if testing {
             // libtraceevent printed the filters (to the C stdout); trace-cmd
             // stops there.
-            return Ok(written);
+            return Ok(None);
         }
         let time = TimeCalc {
             raw: args.raw_ts,
@@ -528,7 +545,7 @@ pub fn report_files(
         };
         if let Some(list) = args.cpu_list {
             print_cpu_list(file, &mut printer, time, list, out)?;
-            return Ok(written);
+            return Ok(None);
         }
         if args.align_ts {
             let t = first_ts(file, time);
@@ -554,7 +571,7 @@ pub fn report_files(
             continue;
         }
         for b in file.buffers().iter().filter(|b| !b.is_top()) {
-            width = width.max(b.name.len());
+            *width = (*width).max(b.name.len());
         }
         let id_of = |name| file.formats().by_name("ftrace", name).map(|f| f.id);
         let cx = Ctx {
@@ -570,14 +587,24 @@ pub fn report_files(
     }
     if args.version || args.uname || args.stat {
         out.flush()?;
-        return Ok(written);
+        return Ok(None);
     }
     if let Some(first) = first {
         for (_, s) in &mut sources {
             s.cx.time.offset = s.cx.time.offset.wrapping_sub(first as i64);
         }
     }
-    let cpus = args.cpus.as_deref();
+    Ok(Some(sources))
+}
+
+/// One stream per CPU of every buffer of every source, with the prefix its
+/// lines get; `cpus`: only those (`--cpu`, in the order given).
+fn open_streams<'f>(
+    sources: &[(&Input<'f>, Source<'f>)],
+    cpus: Option<&[u32]>,
+    multi: bool,
+    width: usize,
+) -> Vec<(usize, Stream<'f>)> {
     let mut streams: Vec<(usize, Stream<'_>)> = Vec::new();
     for (n, (input, src)) in sources.iter().enumerate() {
         let file = src.cx.file;
@@ -616,6 +643,21 @@ pub fn report_files(
             }
         }
     }
+    streams
+}
+
+/// Prints the events of `streams` merged by their timestamps as shown, as
+/// trace-cmd does (or feeds them to `--profile`), and what `--wakeup`
+/// sums up after them.
+fn print_merged<'f>(
+    inputs: &[Input<'f>],
+    sources: &mut [(&Input<'f>, Source<'f>)],
+    streams: &mut [(usize, Stream<'f>)],
+    args: &ReportOptions,
+    out: &mut dyn Write,
+) -> Result<Written> {
+    let mut written = Written::default();
+    let multi = inputs.len() > 1;
     let mut wakeups = args.wakeup.then(|| Wakeups::new(inputs[0].file));
     let mut profile = match &args.profile {
         Some(_) if multi => bail!("--profile reads one file"),
