@@ -115,7 +115,10 @@ spid=$!
 		mkdir "$C" || fails=$((fails + 1))
 		echo 1 >"$C/events/raw_syscalls/sys_enter/enable" || fails=$((fails + 1))
 		echo 1 >"$C/options/userstacktrace_delay" || fails=$((fails + 1))
+		# how long an rmdir waits (grace periods, callbacks), in uptime
+		t0=$(cut -d' ' -f1 /proc/uptime)
 		rmdir "$C" || fails=$((fails + 1))
+		echo "$t0 $(cut -d' ' -f1 /proc/uptime)" >>rmdir-times.txt
 		churn=$((churn + 1))
 		sleep 1
 	done
