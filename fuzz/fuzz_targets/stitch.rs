@@ -1,5 +1,6 @@
 //! The stitcher on arbitrary trace.dat bytes: index and stitch the first
-//! buffer with data, then build every group's detail view.
+//! buffer with data, then build every group's detail view, with the
+//! printer's generic event text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -14,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let idx = file::load(&f, buf);
-    let mut texts = view::Texts::generic();
+    let mut texts = ustack_printer::text::Texts::generic();
     let mut sym = ustack_symbolize::Symbolizer::default();
     for g in &idx.stitched.groups {
         let _ = view::detail(
