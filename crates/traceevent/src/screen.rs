@@ -204,9 +204,10 @@ fn literal_close(s: &[u8], start: usize) -> Option<usize> {
 /// An argument literal that is never closed on the line: libtraceevent
 /// crashes (SIGSEGV) parsing the rest of the line as one. The format
 /// string itself, the first literal, may go on past the line (the kernel
-/// writes multi-line ones, as ext4_fc_stats's). A control character in an
-/// argument literal (`"\t/R"`) makes it divide by zero (SIGFPE); kernels
-/// write them only in the format string (maple_tree's tabs).
+/// writes multi-line ones, as ext4_fc_stats's), but not with a control
+/// character in it (`"\t,u/K`: SIGFPE). A control character in an
+/// argument literal (`"\t/R"`) makes it divide by zero (SIGFPE) too;
+/// kernels write them only in closed format strings (maple_tree's tabs).
 fn unclosed_literal(text: &str) -> Option<String> {
     let s = text.as_bytes();
     let mut i = 0;
@@ -218,6 +219,13 @@ fn unclosed_literal(text: &str) -> Option<String> {
                     return Some("a control character in an argument literal".into());
                 }
                 Some(end) => i = end,
+                // Read on to the end of the input by libtraceevent, where a
+                // tab makes it divide by zero as in an argument literal.
+                None if first && s[i..].iter().any(u8::is_ascii_control) => {
+                    return Some(
+                        "a control character in a format string that is never closed".into(),
+                    );
+                }
                 None if first => return None,
                 None => return Some("an argument literal that is never closed".into()),
             }

@@ -187,6 +187,13 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
         "a control character in an argument literal",
     );
     assert_eq!(verdict("\"%s\tNode %p\", REC->fn, REC->node"), Ok(()));
+    // Found by the fuzzer: SIGFPE on a tab in a format string that is
+    // never closed; one that is (a multi-line format string) is fine.
+    refused(
+        "\"\t,u/K",
+        "a control character in a format string that is never closed",
+    );
+    assert_eq!(verdict("\"%d goes on, REC->value"), Ok(()));
     for ok in [
         r#""%d", REC->value == 1 || REC->value != 2 || REC->value <= 3"#,
         r#""%d", REC->a ? (REC->b ? 1 : 2) : REC->c >= 3 ? 4 : 5"#,
