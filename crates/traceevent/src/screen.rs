@@ -420,16 +420,26 @@ fn missing_operator(toks: &[Tok<'_>]) -> Option<String> {
     })
 }
 
-/// A `->` on a name other than `REC` (`a->b`, `REC->a->b`): the kernel's
-/// print fmts reach fields only as `REC->f` or `(REC)->f`, and libtraceevent
-/// crashes (SIGSEGV) on `1 ? 2 : a->b`.
+/// A `->` on a name other than `REC` (`a->b`, `REC->a->b`), on anything
+/// else (`4->`), or with no member name after it: the kernel's print fmts
+/// reach fields only as `REC->f` or `(REC)->f`, and libtraceevent crashes
+/// (SIGSEGV) on `1 ? 2 : a->b` and on `0 ? D : 4->`.
 fn foreign_member(toks: &[Tok<'_>]) -> Option<String> {
-    toks.windows(3).find_map(|w| match (w[0], w[1], w[2]) {
-        (Tok::Ident(name), Tok::Punct(b'-'), Tok::Punct(b'>')) if name != "REC" => {
-            Some(format!("a '->' on '{name}', not on REC"))
+    let arrows =
+        (1..toks.len()).filter(|&i| toks[i - 1] == Tok::Punct(b'-') && toks[i] == Tok::Punct(b'>'));
+    for i in arrows {
+        let on = i.checked_sub(2).map(|j| toks[j]);
+        match on {
+            Some(Tok::Ident("REC") | Tok::Punct(b')')) => {}
+            Some(Tok::Ident(name)) => return Some(format!("a '->' on '{name}', not on REC")),
+            Some(t) => return Some(format!("a '->' on '{}', not on REC", tok_text(&t))),
+            None => return Some("a '->' on nothing".into()),
         }
-        _ => None,
-    })
+        if !matches!(toks.get(i + 1), Some(Tok::Ident(_))) {
+            return Some("a '->' with no member name after it".into());
+        }
+    }
+    None
 }
 
 /// A `;` outside braces: the kernel writes them only in the statements of

@@ -178,6 +178,10 @@ fn unpaired_brackets_and_statement_syntax_outside_statements_are_refused() {
     // last operand of a '?:'.
     refused(r#""%d", 1 ? 2 : a->b"#, "a '->' on 'a', not on REC");
     refused(r#""%d", REC->a->b"#, "a '->' on 'a', not on REC");
+    // Found by the fuzzer: SIGSEGV on a '->' on a number, with no member.
+    refused(r#""",0?D:4->"#, "a '->' on '4', not on REC");
+    refused(r#""%d", REC->"#, "a '->' with no member name after it");
+    refused(r#""%d", ->a"#, "a '->' on ',', not on REC");
     for ok in [r#""%d", 1 ? 2 : REC->b"#, r#""%llu", (REC)->top_delta_ts"#] {
         assert_eq!(verdict(ok), Ok(()), "{ok}");
     }
