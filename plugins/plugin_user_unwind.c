@@ -10,9 +10,14 @@
  * ("stack=140486425527183 94482977763847"). This plugin prints the
  * addresses in hex instead, innermost frame first:
  *
- *   user_unwind_stack:    cookie=300000002 stack=0x7fc5d3a2b18f 0x55e7c6d1e507
+ *   user_unwind_stack:    cookie=300000002 prev=300000001 links=1 stack=0x7fc5d3a2b18f 0x55e7c6d1e507
  *   user_unwind_cookie:   cookie=300000002
- *   user_unwind_stack_snapshot: cookie=300000003 sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 snapshot=128 stack=0x7fc5d3a2b18f
+ *   user_unwind_stack_snapshot: cookie=300000003 prev=0 links=0 sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 len=128 stack=0x7fc5d3a2b18f
+ *
+ * prev and links are printed as the kernel prints them (kernels whose
+ * stack entries have these fields): a reader of the text needs them to
+ * tell which stack covers the events after a linking stack entry, by the
+ * rules for text of Documentation/trace/user-unwind.rst.
  *
  * trace-cmd, KernelShark and tracer-cli load it from the libtraceevent
  * plugin directory (see the Makefile: make install).
@@ -67,12 +72,30 @@ static int print_stack(struct trace_seq *s, struct tep_record *record,
 	return 0;
 }
 
+/*
+ * " prev=%llx links=%u", as the kernel's print format has them; nothing for
+ * a stack entry without these fields.
+ */
+static int print_links(struct trace_seq *s, struct tep_record *record,
+		       struct tep_event *event)
+{
+	unsigned long long prev, links;
+
+	if (!tep_find_field(event, "prev") || !tep_find_field(event, "links"))
+		return 0;
+	if (tep_get_field_val(s, event, "prev", record, &prev, 1) ||
+	    tep_get_field_val(s, event, "links", record, &links, 1))
+		return -1;
+	trace_seq_printf(s, " prev=%llx links=%u", prev, (unsigned int)links);
+	return 0;
+}
+
 static int user_unwind_stack_handler(struct trace_seq *s,
 				     struct tep_record *record,
 				     struct tep_event *event, void *context)
 {
 	(void)context;
-	if (print_cookie(s, record, event))
+	if (print_cookie(s, record, event) || print_links(s, record, event))
 		return trace_seq_putc(s, '!');
 	return print_stack(s, record, event);
 }
@@ -86,12 +109,12 @@ static int user_unwind_stack_snapshot_handler(struct trace_seq *s,
 	int len = 0;
 
 	(void)context;
-	if (print_cookie(s, record, event) ||
+	if (print_cookie(s, record, event) || print_links(s, record, event) ||
 	    tep_get_field_val(s, event, "sp", record, &sp, 1) ||
 	    tep_get_field_val(s, event, "bp", record, &bp, 1) ||
 	    !tep_get_field_raw(s, event, "data", record, &len, 1))
 		return trace_seq_putc(s, '!');
-	trace_seq_printf(s, " sp=0x%llx bp=0x%llx snapshot=%d", sp, bp, len);
+	trace_seq_printf(s, " sp=0x%llx bp=0x%llx len=%d", sp, bp, len);
 	return print_stack(s, record, event);
 }
 

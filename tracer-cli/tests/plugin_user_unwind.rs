@@ -22,8 +22,8 @@ use ustack_tracedata::writer::{
 
 const PAGE: usize = 4096;
 
-/// The format files of the patched kernel (kernel-patch/tracing/0002 and
-/// 0014), IDs 21, 22, 26.
+/// The format files of the patched kernel (kernel-patch/tracing/0001,
+/// 0013 and 0014), IDs 21, 22, 26.
 fn ftrace_formats() -> Vec<Vec<u8>> {
     vec![
         format!(
@@ -35,9 +35,11 @@ print fmt: \"cookie=%llx\", REC->cookie\n"
         format!(
             "name: user_unwind_stack\nID: 22\nformat:\n{COMMON}\
 \tfield:u64 cookie;\toffset:8;\tsize:8;\tsigned:0;\n\
-\tfield:__data_loc unsigned long[] stack;\toffset:16;\tsize:4;\tsigned:0;\n\n\
-print fmt: \"cookie=%llx stack=%s\", REC->cookie, __print_array(__get_dynamic_array(stack), \
-__get_dynamic_array_len(stack) / 8, 8)\n"
+\tfield:u64 prev;\toffset:16;\tsize:8;\tsigned:0;\n\
+\tfield:__data_loc unsigned long[] stack;\toffset:24;\tsize:4;\tsigned:0;\n\
+\tfield:unsigned char links;\toffset:28;\tsize:1;\tsigned:0;\n\n\
+print fmt: \"cookie=%llx prev=%llx links=%u stack=%s\", REC->cookie, REC->prev, REC->links, \
+__print_array(__get_dynamic_array(stack), __get_dynamic_array_len(stack) / 8, 8)\n"
         )
         .into_bytes(),
         format!(
@@ -70,10 +72,14 @@ fn cookie(pid: i32, cookie: u64) -> Vec<u8> {
     d
 }
 
-fn stack(pid: i32, cookie: u64, frames: &[u64]) -> Vec<u8> {
+/// A stack entry whose kernel entry follows `prev`, linking if `links`.
+fn stack(pid: i32, cookie: u64, prev: u64, links: u8, frames: &[u64]) -> Vec<u8> {
+    let n = frames.len() as u32 * 8;
     let mut d = header(22, pid);
     d.extend_from_slice(&cookie.to_le_bytes());
-    d.extend_from_slice(&(20u32 | ((frames.len() as u32 * 8) << 16)).to_le_bytes());
+    d.extend_from_slice(&prev.to_le_bytes());
+    d.extend_from_slice(&(32u32 | (n << 16)).to_le_bytes());
+    d.extend_from_slice(&[links, 0, 0, 0]);
     for f in frames {
         d.extend_from_slice(&f.to_le_bytes());
     }
@@ -83,7 +89,7 @@ fn stack(pid: i32, cookie: u64, frames: &[u64]) -> Vec<u8> {
 /// A stack entry with a snapshot of `data` at `sp`.
 fn stack_snapshot(pid: i32, cookie: u64, sp: u64, bp: u64, frames: &[u64], data: &[u8]) -> Vec<u8> {
     let mut d = header(26, pid);
-    for v in [cookie, 0, sp, bp] {
+    for v in [cookie, cookie - 4, sp, bp] {
         d.extend_from_slice(&v.to_le_bytes());
     }
     let n = frames.len() as u32 * 8;
@@ -97,8 +103,8 @@ fn stack_snapshot(pid: i32, cookie: u64, sp: u64, bp: u64, frames: &[u64], data:
     d
 }
 
-/// Two CPUs: cookies on CPU 0, the stacks (one empty, as at task exit)
-/// on CPU 1 where the task migrated.
+/// Two CPUs: cookies on CPU 0, the stacks (one linking, one empty as at
+/// task exit) on CPU 1 where the task migrated.
 fn write_file(dir: &Path) -> PathBuf {
     let cpu0 = PageBuilder::new(1_000_000_000)
         .event(0, &cookie(42, 0x3_0000_0001), false)
@@ -108,10 +114,16 @@ fn write_file(dir: &Path) -> PathBuf {
     let cpu1 = PageBuilder::new(1_000_002_000)
         .event(
             0,
-            &stack(42, 0x3_0000_0001, &[0x7fc5_d3a2_b18f, 0x55e7_c6d1_e507]),
+            &stack(
+                42,
+                0x3_0000_0001,
+                0x2_ffff_fffd,
+                1,
+                &[0x7fc5_d3a2_b18f, 0x55e7_c6d1_e507],
+            ),
             false,
         )
-        .event(700, &stack(43, 0x5_0000_0001, &[]), false)
+        .event(700, &stack(43, 0x5_0000_0001, 0, 0, &[]), false)
         .event(
             900,
             &stack_snapshot(
@@ -240,8 +252,9 @@ fn plugin_prints_hex_stacks_in_trace_cmd_and_tracer_cli() {
         assert_eq!(
             stacks,
             [
-                "user_unwind_stack:    cookie=300000001 stack=140487635939727 94453961450759",
-                "user_unwind_stack:    cookie=500000001 stack=",
+                "user_unwind_stack:    cookie=300000001 prev=2fffffffd links=1 \
+                 stack=140487635939727 94453961450759",
+                "user_unwind_stack:    cookie=500000001 prev=0 links=0 stack=",
             ]
         );
     }
@@ -255,15 +268,18 @@ fn plugin_prints_hex_stacks_in_trace_cmd_and_tracer_cli() {
     assert_eq!(
         lines_of(&theirs, "user_unwind_stack"),
         [
-            "user_unwind_stack:    cookie=300000001 stack=0x7fc5d3a2b18f 0x55e7c6d1e507",
-            "user_unwind_stack:    cookie=500000001 stack=",
+            // prev and links as the kernel prints them: a text reader needs
+            // them to follow a linking stack entry
+            "user_unwind_stack:    cookie=300000001 prev=2fffffffd links=1 \
+             stack=0x7fc5d3a2b18f 0x55e7c6d1e507",
+            "user_unwind_stack:    cookie=500000001 prev=0 links=0 stack=",
         ]
     );
     assert_eq!(
         lines_of(&theirs, "user_unwind_stack_snapshot"),
         [
-            "user_unwind_stack_snapshot: cookie=700000001 sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 \
-          snapshot=16 stack=0x7fc5d3a2b18f"
+            "user_unwind_stack_snapshot: cookie=700000001 prev=6fffffffd links=1 \
+             sp=0x7ffd2c1e0a58 bp=0x7ffd2c1e0a90 len=16 stack=0x7fc5d3a2b18f"
         ]
     );
     assert_eq!(
