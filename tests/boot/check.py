@@ -938,6 +938,68 @@ def tc_cookies(files):
     return cookie_lines(text), text
 
 
+PLUGIN_DIR = None  # --plugins: the directory of plugins/ built (run.sh)
+
+
+def text_cookies_agree(text, groups, what):
+    """The rules for text (Documentation/trace/user-unwind.rst, rawtrace.text_attribute)
+    applied to a `trace-cmd report -t` give every event the cookie that tracer-cli's
+    report --json groups give it (none: the event is in no deferred group). Returns
+    the per-CPU attribution of the text."""
+    ours = {}
+    for g in groups:
+        if g["kind"] == "deferred" and g["cookie"]:
+            for e in g["events"]:
+                ours[(e["cpu"], e["ts"], e["name"], g["pid"])] = int(g["cookie"], 16)
+    times = {}
+    by_text = rawtrace.text_attribute(text, times)
+    got = {}
+    for cpu, evs in by_text.items():
+        for (name, pid, cookie), ts in zip(evs, times[cpu]):
+            got[(cpu, ts, name, pid)] = cookie
+    missing = [k for k in ours if k not in got]
+    expect(not missing, f"{what}: events of tracer-cli's groups not in the text: {missing[:3]}")
+    diff = [(k, c, ours.get(k)) for k, c in sorted(got.items()) if c != ours.get(k)]
+    expect(not diff, f"{what}: {len(diff)} events where the rules for text disagree with tracer-cli; "
+           f"first (cpu, ts, event, pid), text, tracer-cli: {diff[:1]}")
+    return by_text
+
+
+def text_readers_agree(ctx, files, what):
+    """The readers of the rules agree on tracer-cli's trace.dat: `trace-cmd report`
+    without plugins (the kernel's print formats) and with the plugin of plugins/,
+    read by the rules for text, and tracer-cli's stitching (text_cookies_agree)."""
+    import tempfile
+
+    if PLUGIN_DIR is None:
+        ctx.diag(f"{what}: no --plugins, the text readers are not compared")
+        return
+    dat = files.get("t.dat")
+    expect(dat, f"{what}: no t.dat")
+    groups = load_report(files)["groups"]
+    results = {}
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.dat")
+        with open(path, "wb") as f:
+            f.write(dat)
+        for how, args, env in (("without plugins", ["-N"], {}),
+                               ("with the plugin", [], {"TRACEEVENT_PLUGIN_DIR": PLUGIN_DIR})):
+            r = subprocess.run(["trace-cmd", "report", "-t", *args, path], capture_output=True, text=True,
+                               env={**os.environ, **env})
+            expect(r.returncode == 0, f"{what}: trace-cmd report {how}: {r.stderr.strip()[-300:]}")
+            expect("FAILED TO PARSE" not in r.stdout, f"{what}: trace-cmd report {how}: [FAILED TO PARSE]")
+            if how == "with the plugin":
+                expect("links=" in r.stdout, f"{what}: the plugin's report shows no links=")
+                linked = r.stdout.count("links=1")
+            results[how] = text_cookies_agree(r.stdout, groups, f"{what}, trace-cmd report {how}")
+    a, b = results.values()
+    expect(a == b, f"{what}: the plugin's text gives other cookies than the kernel's formats")
+    n = sum(len(v) for v in a.values())
+    covered = sum(1 for v in a.values() for x in v if x[2])
+    ctx.diag(f"{what}: rules for text on trace-cmd report (-N and with the plugin) and tracer-cli agree on "
+             f"{n} events, {covered} with a cookie ({linked} linking stack entries)")
+
+
 def cookie_lines(text):
     """The cookie, page cookie and stack lines of a trace-cmd report, as tc_cookies()."""
     out, prevs, linking = {}, {}, set()
@@ -1038,6 +1100,7 @@ def case_tc_record(ctx, files):
     sched = sum(1 for g in sys_groups for e in g["events"] if e["name"] == "sched_switch")
     ctx.diag(f"{n} syscall groups complete ({sched} sched_switch inside), frames {CHAIN}, "
              f"{len(mine)} groups == {len(tc_mine)} cookies in trace-cmd's view")
+    text_readers_agree(ctx, files, "record")
 
 
 def case_tc_loss(ctx, files):
@@ -1085,6 +1148,7 @@ def case_tc_loss(ctx, files):
     for g in rep["groups"]:
         st[g["status"]] = st.get(g["status"], 0) + 1
     ctx.diag(f"{seen}/{n} markers kept; groups {st}; {complete} complete flood stacks all correct")
+    text_readers_agree(ctx, files, "loss")
 
 
 def case_tc_migrate(ctx, files):
@@ -1108,6 +1172,7 @@ def case_tc_migrate(ctx, files):
         check_pairing(g, tc)
     ctx.diag(f"{n} groups complete, {migrated} migrated between CPUs")
     expect(migrated > 0, "no group migrated: the test did not test anything")
+    text_readers_agree(ctx, files, "migration")
 
 
 def case_tc_exit(ctx, files):
@@ -1130,6 +1195,7 @@ def case_tc_exit(ctx, files):
         else:
             empty += 1
     ctx.diag(f"{len(children)} children: one complete group each ({empty} with an empty stack)")
+    text_readers_agree(ctx, files, "exit")
 
 
 MAPPING = re.compile(
@@ -1566,10 +1632,13 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--save", metavar="DIR", help="write every case's files to DIR/CASE/")
     ap.add_argument("--symbols", metavar="NM_FILE", help="`nm -n` output to use instead of running nm")
+    ap.add_argument("--plugins", metavar="DIR", help="plugins/ built here: compare the text readers with it")
     ap.add_argument("--pending", action="append", default=[], metavar="CASE:REASON",
                     help="a case whose kernel patch the built series lacks: its skip is "
                     "reported as `ok ... # SKIP` and counted as pending, not as skipped")
     args = ap.parse_args()
+    global PLUGIN_DIR
+    PLUGIN_DIR = args.plugins
 
     symcheck.GT_DIR = os.path.join(os.path.dirname(os.path.abspath(args.ustest)), "gt")
     cases, done, start = read_data_log(args.data_log)

@@ -365,20 +365,36 @@ def resolve_links(pairs, stack_events, stack_fmt):
     return out
 
 
-TEXT_EVENT = re.compile(r"^\s*.+-(\d+)\s+\[(\d+)\]\s+\S+\s+[\d.]+: ([^:]+?)(?::|$)(.*)$")
-TEXT_LOST = re.compile(r"^CPU:(\d+) \[LOST")
-TEXT_STACK = re.compile(r"^cookie=([0-9a-f]+) prev=([0-9a-f]+) links=(\d)")
+# a line of the kernel's trace file (a flags column before the time) or of
+# trace-cmd report (none): task-pid, CPU, time, event name, the rest
+TEXT_EVENT = re.compile(r"^\s*.+-(\d+)\s+\[(\d+)\]\s+(?:\S+\s+)?([\d.]+): ([^:]+?)(?::|$)(.*)$")
+# a loss: "CPU:N [LOST M EVENTS]" in the trace file, "CPU:N [M EVENTS DROPPED]"
+# or "CPU:N [EVENTS DROPPED]" in trace-cmd report
+TEXT_LOST = re.compile(r"^CPU:(\d+) \[(?:LOST|(?:\d+ )?EVENTS DROPPED)")
+TEXT_STACK = re.compile(r"^\s*cookie=(?:0x)?([0-9a-f]+) prev=(?:0x)?([0-9a-f]+) links=(\d)")
+TEXT_COOKIE = re.compile(r"cookie=(?:0x)?([0-9a-f]+)")
+# records of the ftrace system that ask for no stack: markers, stack records
+TEXT_NO_STACK = {"tracing_mark_write", "print", "bprint", "bputs", "<stack trace>", "kernel_stack",
+                 "<user stack trace>", "user_stack", "function"}
 
 
-def text_attribute(text):
-    """Per CPU, the cookie of every trace event of a ``trace`` file, by the
-    rules for text of kernel-patch tracing/0013 (Documentation/trace/
-    user-unwind.rst): "the same page" is "the same CPU since its last LOST
-    line". Returns {cpu: [(name, pid, cookie or None)]} in text order, the
-    ``ftrace`` system's entries left out."""
+def text_ns(ts):
+    """A text time stamp in ns (trace-cmd report -t prints 9 digits)."""
+    sec, _, frac = ts.partition(".")
+    return int(sec) * 1_000_000_000 + int((frac + "000000000")[:9])
+
+
+def text_attribute(text, times=None):
+    """Per CPU, the cookie of every trace event of a ``trace`` file or a
+    ``trace-cmd report``, by the rules for text of kernel-patch tracing/0013
+    (Documentation/trace/user-unwind.rst): "the same page" is "the same CPU
+    since its last LOST line". Returns {cpu: [(name, pid, cookie or None)]}
+    in text order, the ``ftrace`` system's entries left out. A dict passed
+    as times gets {cpu: [time in ns]} of the same events."""
     cur, out, last = {}, {}, {}
     links = {}  # (cpu, index) -> (pid, linking cookie), resolved by prev at the end
     prevs = {}
+    times = {} if times is None else times
     lines = text.splitlines()
     for i, line in enumerate(lines):
         m = TEXT_LOST.match(line)
@@ -389,25 +405,11 @@ def text_attribute(text):
         m = TEXT_EVENT.match(line)
         if not m or line.startswith("#"):
             continue
-        pid, cpu, name, rest = int(m.group(1)), int(m.group(2)), m.group(3).strip(), m.group(4)
+        pid, cpu, ts, name, rest = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4).strip(), m.group(5)
         state = cur.setdefault(cpu, {})
-        if name == "user_unwind_page_cookie":
-            c = int(re.search(r"cookie=([0-9a-f]+)", rest).group(1), 16)
-            if pid == 0 and c == 0:
-                state.clear()
-            else:
-                state[pid] = ("page", c)
-            last.pop(cpu, None)
-        elif name == "user_unwind_cookie":
-            c = int(re.search(r"cookie=([0-9a-f]+)", rest).group(1), 16)
-            before = last.pop(cpu, None)
-            if before is not None and before[1] == pid:
-                # rule 1: it takes precedence over a page cookie or a link
-                events = out[cpu]
-                events[before[0]] = (events[before[0]][0], pid, c)
-                links.pop((cpu, before[0]), None)
-        elif name.startswith("<user stack unwind>"):
-            st = TEXT_STACK.match(lines[i + 1]) if i + 1 < len(lines) else None
+        if name in ("<user stack unwind>", "user_unwind_stack", "user_unwind_stack_snapshot"):
+            # the trace file prints the fields on the next line, trace-cmd on this one
+            st = TEXT_STACK.match(rest) or (TEXT_STACK.match(lines[i + 1]) if i + 1 < len(lines) else None)
             if st:
                 cookie, prev, linked = int(st.group(1), 16), int(st.group(2), 16), st.group(3) == "1"
                 if prev:
@@ -415,7 +417,22 @@ def text_attribute(text):
                 if linked and cookie:
                     state[pid] = ("link", cookie)
             last.pop(cpu, None)
-        elif name.startswith("user_unwind_") or name in ("tracing_mark_write", "<stack trace>"):
+        elif name == "user_unwind_page_cookie":
+            c = int(TEXT_COOKIE.search(rest).group(1), 16)
+            if pid == 0 and c == 0:
+                state.clear()
+            else:
+                state[pid] = ("page", c)
+            last.pop(cpu, None)
+        elif name == "user_unwind_cookie":
+            c = int(TEXT_COOKIE.search(rest).group(1), 16)
+            before = last.pop(cpu, None)
+            if before is not None and before[1] == pid:
+                # rule 1: it takes precedence over a page cookie or a link
+                events = out[cpu]
+                events[before[0]] = (events[before[0]][0], pid, c)
+                links.pop((cpu, before[0]), None)
+        elif name.startswith("user_unwind_") or name in TEXT_NO_STACK:
             pass
         else:
             kind = state.get(pid)
@@ -427,6 +444,7 @@ def text_attribute(text):
             else:
                 events.append((name, pid, None))
                 links[(cpu, len(events) - 1)] = (pid, kind[1])
+            times.setdefault(cpu, []).append(text_ns(ts))
             last[cpu] = (len(out[cpu]) - 1, pid)
     for (cpu, idx), (pid, link) in links.items():
         out[cpu][idx] = (out[cpu][idx][0], pid, prevs.get((pid, link)))

@@ -70,6 +70,10 @@ CFLAGS=(-static -no-pie -O1 -g0 -fno-omit-frame-pointer -mno-omit-leaf-frame-poi
 	-fno-optimize-sibling-calls -Wall -Wextra -Werror)
 gcc "${CFLAGS[@]}" -o "$WORK/ustest" "$HERE/progs/ustest.c" -lpthread
 gcc -static -O2 -Wall -Werror -o "$WORK/rawdump" "$HERE/progs/rawdump.c"
+# the libtraceevent plugin, for the judge's host-side trace-cmd reports
+rm -rf "$WORK/plugins" && mkdir -p "$WORK/plugins"
+make -s -C "$REPO/plugins" OUTPUT="$WORK/plugins/" >"$WORK/plugins.log" 2>&1 ||
+	{ cat "$WORK/plugins.log"; die "make -C plugins failed"; }
 # the symbolization ground-truth programs (case 13), built as the host tests build them
 GT=$REPO/tracer-cli/tests/gt
 GTFLAGS=(-O1 -g -fno-omit-frame-pointer -I"$GT")
@@ -145,6 +149,7 @@ phase_done "qemu(rc=$qrc)"
 set +e
 rm -rf "$OUT/files"
 python3 "$HERE/check.py" "$OUT/data.log" "$OUT/console.log" "$WORK/ustest" --qemu-rc $qrc --save "$OUT/files" \
+	--plugins "$WORK/plugins" \
 	${ONLY:+--only "$ONLY"} $([ $timed_out = 1 ] && echo --timed-out) "${PENDING[@]}"
 rc=$?
 set -e

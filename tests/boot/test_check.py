@@ -10,6 +10,7 @@ symbols of `nm -n` of that run's ustest binary.
 """
 
 import base64
+import json
 import os
 import struct
 import subprocess
@@ -291,3 +292,63 @@ class Attribution(unittest.TestCase):
             (0, self.EV, 42, 1), (0, self.EV, 43, 1), (0, self.PF, 0, 0), (0, self.EV, 43, 1),
         ])
         self.assertEqual(got, ([(4, 0xB)], 0))
+
+
+LOSS_TEXT = os.path.join(HERE, "fixtures", "loss-text")
+
+
+class TextRules(unittest.TestCase):
+    """check.text_cookies_agree on what case 05b left in a real run: `trace-cmd
+    report -t` of tracer-cli's trace.dat with the plugin (a loss on CPU 0, then
+    linking stack entries) and tracer-cli's report --json of the same file."""
+
+    def load(self):
+        with open(os.path.join(LOSS_TEXT, "report-plugin.txt")) as f:
+            text = f.read()
+        with open(os.path.join(LOSS_TEXT, "report.json")) as f:
+            groups = json.load(f)["groups"]
+        return text, groups
+
+    def test_real_recording_agrees(self):
+        text, groups = self.load()
+        by_text = check.text_cookies_agree(text, groups, "fixture")
+        evs = [x for v in by_text.values() for x in v]
+        self.assertEqual(len(evs), 60)
+        self.assertTrue(all(c for _, _, c in evs))
+
+    def test_another_cookie_in_tracer_cli_fails(self):
+        text, groups = self.load()
+        g = next(g for g in groups if g["events"])
+        g["cookie"] = hex(int(g["cookie"], 16) + 4)
+        with self.assertRaises(check.CaseFail):
+            check.text_cookies_agree(text, groups, "fixture")
+
+    def test_text_without_links_fails(self):
+        # a plugin that drops links=: the events after a linking stack entry
+        # get no cookie from the text, tracer-cli's groups still have them
+        text, groups = self.load()
+        with self.assertRaises(check.CaseFail):
+            check.text_cookies_agree(text.replace("links=1", "links=0"), groups, "fixture")
+
+    def test_loss_line_ends_the_cover(self):
+        # a loss line before a page cookie's events: those events lose it
+        text, groups = self.load()
+        lines = text.splitlines()
+        i = next(i for i, l in enumerate(lines) if "user_unwind_page_cookie:" in l and "[000]" in l)
+        lines.insert(i + 1, "CPU:0 [LOST 1 EVENTS]")
+        with self.assertRaises(check.CaseFail):
+            check.text_cookies_agree("\n".join(lines), groups, "fixture")
+
+    def test_kernel_trace_file_format_parses(self):
+        # the trace file: a flags column, the stack entry's fields on the next line
+        line = "          ustest-1720    [001] d..1.    38.491744: <user stack unwind>"
+        times = {}
+        out = rawtrace.text_attribute(
+            line + "\ncookie=6ef4 prev=6ef0 links=1\n"
+            "          ustest-1720    [001] .....    38.491769: sys_enter: NR 39\n"
+            "          ustest-1720    [000] d..1.    38.491800: <user stack unwind>\n"
+            "cookie=6ef8 prev=6ef4 links=0\n",
+            times,
+        )
+        self.assertEqual(out, {1: [("sys_enter", 1720, 0x6EF8)]})
+        self.assertEqual(times, {1: [38_491_769_000]})
