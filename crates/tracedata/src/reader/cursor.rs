@@ -11,9 +11,9 @@
 
 use std::ops::Range;
 
+use super::codec::ChunkDecoder;
 use super::lazy::LazyData;
 use super::records::{CpuStream, Pages};
-use super::ChunkDecoder;
 use crate::error::{Error, Result};
 use crate::header::HeaderPage;
 use crate::page::Missed;

@@ -25,7 +25,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use super::{ChunkDecoder, Codec, Cur, MAX_UNCOMPRESSED};
+use super::codec::{ChunkDecoder, Codec, MAX_UNCOMPRESSED};
+use super::sections::Cur;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{self, Budget};
 
@@ -193,7 +194,7 @@ impl LazyData {
         budget: &Budget,
         release: &dyn Fn(Range<usize>),
     ) -> Result<LazyData> {
-        let r = super::mapped_range(file, off, size.saturating_add(4))?;
+        let r = super::sections::mapped_range(file, off, size.saturating_add(4))?;
         let mut c = Cur::new(&file[r.clone()], off, "compressed data");
         let count = c.u32()?;
         let mut chunks = Vec::new();
@@ -374,5 +375,100 @@ impl LazyData {
             Ok(d) => d,
             Err(_) => self.decoded(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    fn frame(codec: Codec, data: &[u8]) -> Vec<u8> {
+        match codec {
+            Codec::Zstd => zstd::bulk::compress(data, 3).unwrap(),
+            Codec::Zlib => {
+                let mut e =
+                    flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+                e.write_all(data).unwrap();
+                e.finish().unwrap()
+            }
+            Codec::None => unreachable!(),
+        }
+    }
+
+    /// `count`, then per chunk `csize, usize, frame`; `usize` is the real
+    /// size plus `lie`.
+    fn chunks(codec: Codec, parts: &[Vec<u8>], lie: i64) -> Vec<u8> {
+        let mut b = (parts.len() as u32).to_le_bytes().to_vec();
+        for p in parts {
+            let f = frame(codec, p);
+            b.extend_from_slice(&(f.len() as u32).to_le_bytes());
+            b.extend_from_slice(&((p.len() as i64 + lie) as u32).to_le_bytes());
+            b.extend_from_slice(&f);
+        }
+        b
+    }
+
+    #[test]
+    fn chunks_decompress_on_demand_into_one_buffer() {
+        let parts: Vec<Vec<u8>> = (0..5u32)
+            .map(|i| (0..4096 * (i + 1)).map(|j| (j * 7 + i) as u8).collect())
+            .collect();
+        let all = parts.concat();
+        let lazy = |b: &[u8]| {
+            LazyData::new(
+                Codec::Zstd,
+                b,
+                0,
+                b.len() as u64 - 4,
+                &Budget::new(1 << 30),
+                &|_| {},
+            )
+        };
+        for codec in [Codec::Zstd, Codec::Zlib] {
+            let b = chunks(codec, &parts, 0);
+            let l = LazyData::new(
+                codec,
+                &b,
+                0,
+                b.len() as u64 - 4,
+                &Budget::new(1 << 30),
+                &|_| {},
+            )
+            .unwrap();
+            assert_eq!(l.len(), all.len());
+            // Only the chunks up to the asked offset are decoded.
+            assert_eq!(l.upto(&b, 1).unwrap(), &all[..4096]);
+            assert_eq!(l.upto(&b, 4097).unwrap(), &all[..4096 * 3]);
+            assert_eq!(l.upto(&b, usize::MAX).unwrap(), &all[..]);
+            assert_eq!(l.all(&b), &all[..]);
+            // A header that claims more or less than the frame holds fails
+            // when that chunk is reached; the chunks before it stay readable.
+            for lie in [-1, 1] {
+                let mut p = parts.clone();
+                p.rotate_left(1);
+                let b = chunks(codec, &parts[..1], 0);
+                let mut bad = chunks(codec, &p[..1], lie);
+                bad.drain(..4);
+                let b = [&2u32.to_le_bytes()[..], &b[4..], &bad].concat();
+                let budget = Budget::new(1 << 30);
+                let l = LazyData::new(codec, &b, 0, b.len() as u64 - 4, &budget, &|_| {}).unwrap();
+                assert_eq!(l.upto(&b, 10).unwrap(), &parts[0][..]);
+                let e = l.upto(&b, 4097).unwrap_err().to_string();
+                assert!(e.contains("chunk 1"), "{e}");
+                assert_eq!(l.all(&b), &parts[0][..]);
+            }
+        }
+        let empty = 0u32.to_le_bytes();
+        assert_eq!(lazy(&empty).unwrap().all(&empty), b"");
+        // The declared sizes are checked at open.
+        let e = lazy(&chunks(Codec::Zstd, &parts, 1 << 20))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains("chunk 0") && e.contains("more than 1024 times"),
+            "{e}"
+        );
     }
 }
