@@ -14,6 +14,7 @@ use ustack_stitch::trace::Index;
 use ustack_stitch::Status;
 use ustack_tracedata::spill::SpillVec;
 
+use crate::cursor::ListCursor;
 pub use crate::filter::{Filter, TextMatch};
 use crate::lines;
 pub use crate::model::{
@@ -64,16 +65,12 @@ pub struct App {
     pub loading: Option<String>,
     /// Visible groups (indexes into `idx.stitched.groups`), sorted.
     pub groups: Vec<u32>,
-    /// Selected row of `groups`.
-    pub gsel: usize,
-    /// First shown row of `groups`.
-    pub goff: usize,
+    /// Where the group list is (rows of `groups`).
+    pub groups_at: ListCursor,
     /// Visible events (seqs), `None` when unfiltered (all of them).
     pub events: Option<Vec<u32>>,
-    /// Selected row of the event list.
-    pub esel: usize,
-    /// First shown row of the event list.
-    pub eoff: usize,
+    /// Where the event list is.
+    pub events_at: ListCursor,
     /// Detail pane scroll.
     pub dscroll: usize,
     /// Event detail pane scroll (events tab, frames of a stack row).
@@ -89,10 +86,8 @@ pub struct App {
     /// What of the call tree a previous state had expanded, applied when
     /// the tree is built ([`App::carry_over`]).
     expansion: Option<Expansion>,
-    /// Selected row of the call tree.
-    pub tsel: usize,
-    /// First shown row of the call tree.
-    pub toff: usize,
+    /// Where the call tree is (its rows).
+    pub tree_at: ListCursor,
 
     /// Terminal size, as last reported (live mode reopens with it).
     pub size: (u16, u16),
@@ -197,19 +192,16 @@ impl App {
             searching: None,
             search_slice: SEARCH_SLICE,
             groups: Vec::new(),
-            gsel: 0,
-            goff: 0,
+            groups_at: ListCursor::default(),
             events: None,
-            esel: 0,
-            eoff: 0,
+            events_at: ListCursor::default(),
             dscroll: 0,
             edscroll: 0,
             show_internal: false,
             tree: None,
             bottom_up: false,
             expansion: None,
-            tsel: 0,
-            toff: 0,
+            tree_at: ListCursor::default(),
             size,
             viewport: Viewport::default(),
             depth,
@@ -255,7 +247,7 @@ impl App {
 
     /// The selected group (index into `idx.stitched.groups`).
     pub fn selected_group(&self) -> Option<usize> {
-        self.groups.get(self.gsel).map(|&g| g as usize)
+        self.groups.get(self.groups_at.sel).map(|&g| g as usize)
     }
 
     /// The group of event `seq`, if it is in one.
@@ -320,7 +312,7 @@ impl App {
     /// change, keeping the selected group and event when still visible.
     pub fn apply_filter(&mut self) {
         let keep_g = self.selected_group();
-        let keep_e = self.event_at(self.esel);
+        let keep_e = self.event_at(self.events_at.sel);
         let n = self.idx.stitched.groups.len();
         let mut groups: Vec<u32> = (0..n)
             .filter(|&g| self.group_matches(g))
@@ -338,10 +330,10 @@ impl App {
                     .collect(),
             )
         };
-        self.gsel = keep_g
+        self.groups_at.sel = keep_g
             .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
             .unwrap_or(0);
-        self.esel = keep_e
+        self.events_at.sel = keep_e
             .and_then(|k| match &self.events {
                 Some(v) => v.binary_search(&(k as u32)).ok(),
                 None => Some(k as usize),
@@ -389,7 +381,7 @@ impl App {
 
     fn move_sel(&mut self, delta: isize) {
         let ecount = self.event_count();
-        let (sel, len) = match (self.tab, self.focus) {
+        let (cursor, len) = match (self.tab, self.focus) {
             (Tab::Groups, Focus::Detail) => {
                 let lines = self.detail_lines();
                 let page = self.viewport.detail_rows.max(1);
@@ -404,18 +396,17 @@ impl App {
                 self.edscroll = (self.edscroll as isize + delta).clamp(0, max as isize) as usize;
                 return;
             }
-            (Tab::Groups, Focus::List) => (&mut self.gsel, self.groups.len()),
-            (Tab::Events, Focus::List) => (&mut self.esel, ecount),
+            (Tab::Groups, Focus::List) => (&mut self.groups_at, self.groups.len()),
+            (Tab::Events, Focus::List) => (&mut self.events_at, ecount),
             (Tab::Tree, _) => {
                 let n = self.tree.as_ref().map_or(0, |t| t.rows.len());
-                (&mut self.tsel, n)
+                (&mut self.tree_at, n)
             }
         };
+        cursor.step(delta, len);
         if len == 0 {
-            *sel = 0;
             return;
         }
-        *sel = (*sel as isize + delta).clamp(0, len as isize - 1) as usize;
         match self.tab {
             Tab::Groups => self.dscroll = 0,
             Tab::Events => self.edscroll = 0,
@@ -536,7 +527,7 @@ impl App {
                 let mut g = std::mem::take(&mut self.groups);
                 self.sort_groups(&mut g);
                 self.groups = g;
-                self.gsel = keep
+                self.groups_at.sel = keep
                     .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
                     .unwrap_or(0);
                 self.message = format!(
@@ -587,8 +578,8 @@ impl App {
             Msg::ToggleDirection => {
                 self.bottom_up = !self.bottom_up;
                 self.tree = None;
-                self.tsel = 0;
-                self.toff = 0;
+                self.tree_at.sel = 0;
+                self.tree_at.off = 0;
                 self.message = format!(
                     "call tree {}",
                     if self.bottom_up {
@@ -600,7 +591,7 @@ impl App {
             }
             Msg::ExpandAll => {
                 if let Some(t) = &mut self.tree {
-                    if let Some(r) = t.rows.get(self.tsel) {
+                    if let Some(r) = t.rows.get(self.tree_at.sel) {
                         t.expand_all(r.node);
                     }
                 }
@@ -624,21 +615,21 @@ impl App {
         match self.tab {
             Tab::Groups if inside(l.groups) => {
                 self.focus = Focus::List;
-                if let Some(r) = row_in(l.groups, l.group_rows) {
-                    let i = self.goff + r;
-                    if i < self.groups.len() {
-                        self.gsel = i;
-                        self.dscroll = 0;
-                    }
+                let len = self.groups.len();
+                if let Some(i) =
+                    row_in(l.groups, l.group_rows).and_then(|r| self.groups_at.row_at(r, len))
+                {
+                    self.groups_at.sel = i;
+                    self.dscroll = 0;
                 }
             }
             Tab::Groups if inside(l.detail) => self.focus = Focus::Detail,
             Tab::Events if inside(l.events) => {
-                if let Some(r) = row_in(l.events, l.event_rows) {
-                    let i = self.eoff + r;
-                    if i < self.event_count() {
-                        self.esel = i;
-                    }
+                let len = self.event_count();
+                if let Some(i) =
+                    row_in(l.events, l.event_rows).and_then(|r| self.events_at.row_at(r, len))
+                {
+                    self.events_at.sel = i;
                 }
             }
             _ => {}
@@ -696,13 +687,13 @@ impl App {
     }
 
     fn jump_to_group(&mut self) {
-        let Some(seq) = self.event_at(self.esel) else {
+        let Some(seq) = self.event_at(self.events_at.sel) else {
             return;
         };
         match self.group_of(seq) {
             Some(g) => match self.groups.iter().position(|&x| x as usize == g) {
                 Some(row) => {
-                    self.gsel = row;
+                    self.groups_at.sel = row;
                     self.show_tab(Tab::Groups);
                     self.dscroll = 0;
                 }
@@ -717,10 +708,8 @@ impl App {
     pub fn refresh(&mut self, src: &mut dyn Source) {
         let v = self.viewport;
         let (gr, er) = (v.group_rows.max(1), v.event_rows.max(1));
-        self.gsel = self.gsel.min(self.groups.len().saturating_sub(1));
-        self.esel = self.esel.min(self.event_count().saturating_sub(1));
-        self.goff = scroll_to(self.goff, self.gsel, gr, self.groups.len());
-        self.eoff = scroll_to(self.eoff, self.esel, er, self.event_count());
+        self.groups_at.fit(self.groups.len(), gr);
+        self.events_at.fit(self.event_count(), er);
         if self.tab == Tab::Tree {
             if self.tree.is_none() {
                 let mut tree = self.build_tree(src);
@@ -730,8 +719,7 @@ impl App {
                 self.tree = Some(tree);
             }
             let n = self.tree.as_ref().map_or(0, |t| t.rows.len());
-            self.tsel = self.tsel.min(n.saturating_sub(1));
-            self.toff = scroll_to(self.toff, self.tsel, v.tree_rows.max(1), n);
+            self.tree_at.fit(n, v.tree_rows);
         }
         // Detail of the selected group.
         match self.selected_group() {
@@ -750,7 +738,7 @@ impl App {
             _ => {}
         }
         // Detail of the selected event (events tab).
-        let esel = self.event_at(self.esel);
+        let esel = self.event_at(self.events_at.sel);
         if self.tab != Tab::Events || esel.is_none() {
             self.edetail = None;
         } else if self.edetail.as_ref().map(|d| d.seq) != esel {
@@ -763,7 +751,7 @@ impl App {
         }
         // Field text of the events on screen (only in the events tab).
         if self.tab == Tab::Events {
-            let wanted: Vec<u64> = (self.eoff..self.eoff + er)
+            let wanted: Vec<u64> = (self.events_at.off..self.events_at.off + er)
                 .filter_map(|r| self.event_at(r))
                 .collect();
             self.event_text.retain(|k, _| wanted.contains(k));
@@ -795,8 +783,8 @@ impl App {
             .as_ref()
             .map(CallTree::expansion)
             .or_else(|| old.expansion.clone());
-        self.tsel = old.tsel;
-        self.toff = old.toff;
+        self.tree_at.sel = old.tree_at.sel;
+        self.tree_at.off = old.tree_at.off;
         self.sort = old.sort;
         self.sort_rev = old.sort_rev;
         self.filter = old.filter.clone();
@@ -817,38 +805,27 @@ impl App {
             let g = &old.idx.stitched.groups[g];
             (g.pid, g.cookie, g.first_ts)
         });
-        self.gsel = key
+        self.groups_at.sel = key
             .and_then(|k| {
                 self.groups.iter().position(|&g| {
                     let g = &self.idx.stitched.groups[g as usize];
                     (g.pid, g.cookie, g.first_ts) == k
                 })
             })
-            .unwrap_or(old.gsel);
-        self.goff = old.goff;
+            .unwrap_or(old.groups_at.sel);
+        self.groups_at.off = old.groups_at.off;
         self.viewport = old.viewport;
-        let at_tail = old.esel + 1 >= old.event_count() && old.event_count() > 0;
-        self.esel = if at_tail {
+        let at_tail = old.events_at.sel + 1 >= old.event_count() && old.event_count() > 0;
+        self.events_at.sel = if at_tail {
             self.event_count().saturating_sub(1)
         } else {
-            old.esel
+            old.events_at.sel
         };
-        self.eoff = old.eoff;
+        self.events_at.off = old.events_at.off;
         self.dscroll = if self.selected_group() == old.selected_group() {
             old.dscroll
         } else {
             0
         };
     }
-}
-
-/// The first row to show so that `sel` is visible in `rows` rows.
-fn scroll_to(off: usize, sel: usize, rows: usize, len: usize) -> usize {
-    let mut off = off.min(len.saturating_sub(rows));
-    if sel < off {
-        off = sel;
-    } else if sel >= off + rows {
-        off = sel + 1 - rows;
-    }
-    off
 }

@@ -20,6 +20,7 @@
 //! a million events opens as fast as it can be indexed.
 
 pub mod app;
+pub mod cursor;
 mod filter;
 pub mod keys;
 pub mod lines;

@@ -113,7 +113,7 @@ impl App {
         let order = t.preorder();
         let cur = t
             .rows
-            .get(self.tsel)
+            .get(self.tree_at.sel)
             .and_then(|r| order.iter().position(|&n| n == r.node))
             .unwrap_or(0);
         let len = order.len();
@@ -125,7 +125,7 @@ impl App {
             };
             if t.node(order[i]).name.contains(pat) {
                 let row = t.reveal(order[i])?;
-                self.tsel = row;
+                self.tree_at.sel = row;
                 let wrapped = if forward { i <= cur } else { i >= cur };
                 return Some((row, wrapped));
             }
@@ -145,8 +145,8 @@ impl App {
             return;
         }
         let (len, from) = match self.tab {
-            Tab::Groups => (self.groups.len(), self.gsel),
-            _ => (self.event_count(), self.esel),
+            Tab::Groups => (self.groups.len(), self.groups_at.sel),
+            _ => (self.event_count(), self.events_at.sel),
         };
         self.searching = Some(Searching {
             pat,
@@ -175,10 +175,10 @@ impl App {
             if self.row_matches(row, &s.pat, src) {
                 match self.tab {
                     Tab::Groups => {
-                        self.gsel = row;
+                        self.groups_at.sel = row;
                         self.dscroll = 0;
                     }
-                    _ => self.esel = row,
+                    _ => self.events_at.sel = row,
                 }
                 let wrapped = if s.forward {
                     row <= s.from

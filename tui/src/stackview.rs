@@ -58,7 +58,7 @@ impl App {
     /// (`kernel_stack`, `user_stack`, `user_unwind_stack`): Enter then
     /// shows its frames.
     pub fn selected_is_stack(&self) -> bool {
-        self.event_at(self.esel).is_some_and(|seq| {
+        self.event_at(self.events_at.sel).is_some_and(|seq| {
             let n = self.idx.event_name(seq);
             let n = n.rsplit(':').next().unwrap_or("");
             matches!(
@@ -113,7 +113,7 @@ impl App {
     /// Enter on a tree row: expands or collapses it.
     pub(crate) fn tree_toggle(&mut self) {
         let Some(t) = &mut self.tree else { return };
-        let Some(r) = t.rows.get(self.tsel).copied() else {
+        let Some(r) = t.rows.get(self.tree_at.sel).copied() else {
             return;
         };
         let open = t.node(r.node).expanded;
@@ -124,7 +124,7 @@ impl App {
     /// collapsed already, moves to its parent.
     pub(crate) fn tree_expand(&mut self, expand: bool) {
         let Some(t) = &mut self.tree else { return };
-        let Some(r) = t.rows.get(self.tsel).copied() else {
+        let Some(r) = t.rows.get(self.tree_at.sel).copied() else {
             return;
         };
         let node = t.node(r.node);
@@ -132,7 +132,7 @@ impl App {
             t.set_expanded(r.node, expand);
         } else if node.parent != 0 {
             if let Some(row) = t.row_of(node.parent) {
-                self.tsel = row;
+                self.tree_at.sel = row;
             }
         }
     }

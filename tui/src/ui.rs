@@ -153,7 +153,7 @@ fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
         .groups
         .iter()
         .enumerate()
-        .skip(app.goff)
+        .skip(app.groups_at.off)
         .take(rows)
         .map(|(row, &g)| {
             let grp = &app.idx.stitched.groups[g as usize];
@@ -162,7 +162,7 @@ fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
                 .map(|c| format!("{c:x}"))
                 .unwrap_or_else(|| "sync".into());
             let mut style = status_style(grp.status);
-            if row == app.gsel {
+            if row == app.groups_at.sel {
                 style = selected(style, focused);
             }
             Row::new(vec![
@@ -252,7 +252,7 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
     );
     let header = Row::new(["TIME", "CPU", "PID", "COMM", "DROP", "EVENT", "INFO"])
         .style(Style::default().add_modifier(Modifier::BOLD));
-    let data: Vec<Row> = (app.eoff..app.eoff + rows)
+    let data: Vec<Row> = (app.events_at.off..app.events_at.off + rows)
         .filter_map(|row| Some((row, app.event_at(row)?)))
         .map(|(row, seq)| {
             let e = app.idx.events[seq as usize];
@@ -273,7 +273,7 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
             if let Some(g) = app.group_of(seq) {
                 style = status_style(app.idx.stitched.groups[g].status);
             }
-            if row == app.esel {
+            if row == app.events_at.sel {
                 style = selected(style, app.focus == Focus::List);
             }
             Row::new(vec![
@@ -354,7 +354,7 @@ fn render_tree(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
         .rows
         .iter()
         .enumerate()
-        .skip(app.toff)
+        .skip(app.tree_at.off)
         .take(rows)
         .map(|(row, r)| {
             let n = t.node(r.node);
@@ -366,7 +366,7 @@ fn render_tree(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
             let indent = "  ".repeat(r.depth as usize);
             let colour = if n.kernel { Color::Cyan } else { Color::Green };
             let mut style = Style::default();
-            if row == app.tsel {
+            if row == app.tree_at.sel {
                 style = selected(style, true);
             }
             Row::new(vec![

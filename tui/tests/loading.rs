@@ -76,7 +76,7 @@ fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
         full.idx.stitched.groups.len()
     );
     let now = key(&next.idx.stitched.groups[next.selected_group().unwrap()]);
-    assert_eq!((now, next.gsel), (chosen, 7));
+    assert_eq!((now, next.groups_at.sel), (chosen, 7));
 }
 
 #[test]
@@ -190,7 +190,7 @@ fn a_search_over_many_rows_goes_on_in_slices_and_finds_the_first_match() {
         }
     }
     assert_eq!(slices, first.div_ceil(4096));
-    assert_eq!(app.gsel, first);
+    assert_eq!(app.groups_at.sel, first);
     assert_eq!(
         app.message,
         format!("/{}: row {}", app.search.clone().unwrap(), first + 1)
@@ -203,11 +203,11 @@ fn any_key_stops_a_search_and_esc_does_nothing_else() {
     let (mut app, mut src, _) = sliced_search(&f, 25_000);
     assert!(app.searching.is_some());
     send(&mut app, &mut src, &[Msg::Back]);
-    assert_eq!((app.searching.is_some(), app.gsel), (false, 0));
+    assert_eq!((app.searching.is_some(), app.groups_at.sel), (false, 0));
     assert_eq!(app.message, "search stopped");
     // Another key stops it and does what it does.
     send(&mut app, &mut src, &[Msg::SearchNext]);
     assert!(app.searching.is_some());
     send(&mut app, &mut src, &[Msg::Down(2)]);
-    assert_eq!((app.searching.is_some(), app.gsel), (false, 2));
+    assert_eq!((app.searching.is_some(), app.groups_at.sel), (false, 2));
 }

@@ -191,7 +191,7 @@ fn help_overlay() {
     // Any key closes it; the key does nothing else.
     send(&mut app, &mut src, &[Msg::Down(1)]);
     assert!(!app.show_help);
-    assert_eq!(app.gsel, 0);
+    assert_eq!(app.groups_at.sel, 0);
     assert_eq!(screen_text(&app), groups_screen());
 }
 

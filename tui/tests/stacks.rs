@@ -55,7 +55,7 @@ filter event~exit: 1 groups, 1 events
         "│                                                                                                  │\n".repeat(15)
     );
     assert_eq!(screen_text(&app), want);
-    assert_eq!(app.tsel, 3);
+    assert_eq!(app.tree_at.sel, 3);
     // The selected row is in reversed colours.
     let (w, h) = app.size;
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
@@ -71,7 +71,7 @@ filter event~exit: 1 groups, 1 events
         .contains(Modifier::REVERSED));
     // Left on a leaf goes to its parent, Left again collapses it.
     send(&mut app, &mut src, &[Msg::FocusList]);
-    assert_eq!(app.tsel, 2);
+    assert_eq!(app.tree_at.sel, 2);
     send(&mut app, &mut src, &[Msg::FocusList]);
     assert_eq!(
         tree_rows(&app),
@@ -112,7 +112,7 @@ fn call_tree_bottom_up_counts_and_percentages() {
         .iter()
         .position(|r| app.tree.as_ref().unwrap().node(r.node).name == "__x64_sys_write")
         .unwrap();
-    app.tsel = row;
+    app.tree_at.sel = row;
     send(&mut app, &mut src, &[Msg::ExpandAll]);
     let rows = tree_rows(&app);
     let at = rows.iter().position(|r| r.starts_with("__x64")).unwrap();
@@ -206,9 +206,9 @@ fn enter_on_stack_rows_shows_their_frames() {
     );
     assert!(screen_text(&app).contains("┌ Frames 1-4/6 (Esc: back) ─"));
     send(&mut app, &mut src, &[Msg::Down(1)]);
-    assert_eq!((app.edscroll, app.esel), (1, 1));
+    assert_eq!((app.edscroll, app.events_at.sel), (1, 1));
     send(&mut app, &mut src, &[Msg::Back, Msg::Down(1)]);
-    assert_eq!((app.focus, app.esel), (Focus::List, 2));
+    assert_eq!((app.focus, app.events_at.sel), (Focus::List, 2));
     // The sync user_stack record (row 9): its user frames.
     send(&mut app, &mut src, &[Msg::Bottom, Msg::Enter]);
     assert_eq!(app.focus, Focus::Detail);
@@ -216,7 +216,7 @@ fn enter_on_stack_rows_shows_their_frames() {
     // Enter again, or on another event, jumps to the group.
     send(&mut app, &mut src, &[Msg::Enter]);
     assert_eq!(
-        (app.tab, app.focus, app.gsel),
+        (app.tab, app.focus, app.groups_at.sel),
         (Tab::Groups, Focus::List, 2)
     );
     send(
@@ -224,7 +224,7 @@ fn enter_on_stack_rows_shows_their_frames() {
         &mut src,
         &[Msg::ShowTab(Tab::Events), Msg::Top, Msg::Enter],
     );
-    assert_eq!((app.tab, app.gsel), (Tab::Groups, 0));
+    assert_eq!((app.tab, app.groups_at.sel), (Tab::Groups, 0));
 }
 
 #[test]
@@ -235,7 +235,7 @@ fn search_finds_stacks_through_a_frame() {
     // Only group 0's user stack goes through mid.
     send(&mut app, &mut src, &type_in(Prompt::Search, "mid"));
     assert_eq!(
-        (app.gsel, app.message.as_str()),
+        (app.groups_at.sel, app.message.as_str()),
         (0, "/mid: row 1 (wrapped)")
     );
     // Kernel frames too, but not hidden ones.
@@ -249,11 +249,11 @@ fn search_finds_stacks_through_a_frame() {
     // In the events tab, the stack records through it.
     send(&mut app, &mut src, &[Msg::ShowTab(Tab::Events)]);
     send(&mut app, &mut src, &type_in(Prompt::Search, "leaf"));
-    assert_eq!(app.event_at(app.esel), Some(7));
+    assert_eq!(app.event_at(app.events_at.sel), Some(7));
     // In the call tree, collapsed nodes are opened to show the match.
     send(&mut app, &mut src, &[Msg::ShowTab(Tab::Tree)]);
     send(&mut app, &mut src, &type_in(Prompt::Search, "do_sys"));
     let t = app.tree.as_ref().unwrap();
-    assert_eq!(t.node(t.rows[app.tsel].node).name, "do_syscall_64");
-    assert_eq!(t.rows[app.tsel].depth, 2);
+    assert_eq!(t.node(t.rows[app.tree_at.sel].node).name, "do_syscall_64");
+    assert_eq!(t.rows[app.tree_at.sel].depth, 2);
 }

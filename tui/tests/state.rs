@@ -54,28 +54,31 @@ fn selected(app: &App) -> (i32, Status) {
 fn movement_clamps_and_pages() {
     let f = fixture(None);
     let (mut app, mut src) = open(&f, (100, 24));
-    assert_eq!((app.tab, app.gsel, app.groups.len()), (Tab::Groups, 0, 3));
+    assert_eq!(
+        (app.tab, app.groups_at.sel, app.groups.len()),
+        (Tab::Groups, 0, 3)
+    );
     send(&mut app, &mut src, &[Msg::Up(1)]);
-    assert_eq!(app.gsel, 0);
+    assert_eq!(app.groups_at.sel, 0);
     send(
         &mut app,
         &mut src,
         &[Msg::Down(1), Msg::Down(1), Msg::Down(1)],
     );
-    assert_eq!(app.gsel, 2);
+    assert_eq!(app.groups_at.sel, 2);
     send(&mut app, &mut src, &[Msg::Top]);
-    assert_eq!(app.gsel, 0);
+    assert_eq!(app.groups_at.sel, 0);
     send(&mut app, &mut src, &[Msg::Bottom]);
-    assert_eq!(app.gsel, 2);
+    assert_eq!(app.groups_at.sel, 2);
     send(&mut app, &mut src, &[Msg::NextTab, Msg::PageDown]);
-    assert_eq!((app.tab, app.esel), (Tab::Events, 9));
+    assert_eq!((app.tab, app.events_at.sel), (Tab::Events, 9));
     send(&mut app, &mut src, &[Msg::HalfUp]);
     // 11 list rows on a 24-line screen: half a page is 5.
-    assert_eq!(app.esel, 4);
+    assert_eq!(app.events_at.sel, 4);
     send(&mut app, &mut src, &[Msg::HalfDown]);
-    assert_eq!(app.esel, 9);
+    assert_eq!(app.events_at.sel, 9);
     send(&mut app, &mut src, &[Msg::Top, Msg::HalfDown]);
-    assert_eq!(app.esel, 5);
+    assert_eq!(app.events_at.sel, 5);
 }
 
 #[test]
@@ -89,11 +92,17 @@ fn detail_pane_focus_and_scroll() {
         &mut src,
         &[Msg::FocusDetail, Msg::Down(1), Msg::Down(1)],
     );
-    assert_eq!((app.focus, app.dscroll, app.gsel), (Focus::Detail, 2, 0));
+    assert_eq!(
+        (app.focus, app.dscroll, app.groups_at.sel),
+        (Focus::Detail, 2, 0)
+    );
     send(&mut app, &mut src, &[Msg::Bottom]);
     assert_eq!(app.dscroll, 6);
     send(&mut app, &mut src, &[Msg::Back, Msg::Down(1)]);
-    assert_eq!((app.focus, app.gsel, app.dscroll), (Focus::List, 1, 0));
+    assert_eq!(
+        (app.focus, app.groups_at.sel, app.dscroll),
+        (Focus::List, 1, 0)
+    );
 }
 
 #[test]
@@ -130,7 +139,7 @@ fn sort_by_columns_and_reverse() {
     );
     assert_eq!(app.sort, SortKey::Status);
     assert_eq!(selected(&app), (200, Status::StackLost));
-    assert_eq!(app.gsel, 0);
+    assert_eq!(app.groups_at.sel, 0);
 }
 
 #[test]
@@ -197,21 +206,21 @@ fn search_next_previous_and_wrap() {
     assert_eq!(app.message, "no search: press / first");
     send(&mut app, &mut src, &type_in(Prompt::Search, "app"));
     // From group 0, the next "app" group is row 2.
-    assert_eq!(app.gsel, 2);
+    assert_eq!(app.groups_at.sel, 2);
     assert_eq!(app.message, "/app: row 3");
     send(&mut app, &mut src, &[Msg::SearchNext]);
-    assert_eq!(app.gsel, 0);
+    assert_eq!(app.groups_at.sel, 0);
     assert_eq!(app.message, "/app: row 1 (wrapped)");
     send(&mut app, &mut src, &[Msg::SearchPrev]);
-    assert_eq!(app.gsel, 2);
+    assert_eq!(app.groups_at.sel, 2);
     assert_eq!(app.message, "/app: row 3 (wrapped)");
     // In the events tab the field text is searched too.
     send(&mut app, &mut src, &[Msg::ShowTab(Tab::Events)]);
     send(&mut app, &mut src, &type_in(Prompt::Search, "= 5"));
-    assert_eq!(app.event_at(app.esel), Some(5));
+    assert_eq!(app.event_at(app.events_at.sel), Some(5));
     send(&mut app, &mut src, &type_in(Prompt::Search, "nope"));
     assert_eq!(app.message, "not found: nope");
-    assert_eq!(app.event_at(app.esel), Some(5));
+    assert_eq!(app.event_at(app.events_at.sel), Some(5));
 }
 
 #[test]
@@ -417,21 +426,21 @@ fn mouse_click_selects_rows_and_focuses_panes() {
     let (mut app, mut src) = open(&f, (100, 24));
     // Rows: header line 0, list border 1, column header 2, data from 3.
     send(&mut app, &mut src, &[Msg::Click(10, 5)]);
-    assert_eq!((app.gsel, app.focus), (2, Focus::List));
+    assert_eq!((app.groups_at.sel, app.focus), (2, Focus::List));
     // Below the last group: nothing changes.
     send(&mut app, &mut src, &[Msg::Click(10, 7)]);
-    assert_eq!(app.gsel, 2);
+    assert_eq!(app.groups_at.sel, 2);
     // The detail pane takes the focus.
     send(&mut app, &mut src, &[Msg::Click(10, 15)]);
     assert_eq!(app.focus, Focus::Detail);
     send(&mut app, &mut src, &[Msg::Click(10, 4)]);
-    assert_eq!((app.gsel, app.focus), (1, Focus::List));
+    assert_eq!((app.groups_at.sel, app.focus), (1, Focus::List));
     send(
         &mut app,
         &mut src,
         &[Msg::ShowTab(Tab::Events), Msg::Click(0, 9)],
     );
-    assert_eq!(app.esel, 6);
+    assert_eq!(app.events_at.sel, 6);
     let down = Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(crossterm::event::MouseButton::Left),
         column: 3,
