@@ -218,26 +218,7 @@ fn setup_inner<T>(
             opts.instance.as_deref().map_or(String::new(), |n| format!(" -B {n}")),
         );
     }
-    // Check what the kernel must have before changing anything else.
-    match opts.user_stacks {
-        UserStacks::Deferred if !inst.has_option("userstacktrace_delay") => bail!(NO_DELAY_OPTION),
-        UserStacks::Sync if !inst.has_option("userstacktrace") => {
-            bail!("this kernel has no userstacktrace option")
-        }
-        _ => {}
-    }
-    if let Some(t) = &opts.tracer {
-        let avail = fs.available_tracers()?;
-        if !avail.contains(t) {
-            bail!(
-                "this kernel has no tracer {t} (available: {})",
-                avail.join(" ")
-            );
-        }
-    }
-    if opts.kernel_stacks && !inst.has_option("stacktrace") {
-        bail!("this kernel has no stacktrace option");
-    }
+    check_kernel(opts, &fs, &inst)?;
     let resolved = crate::events::resolve(&fs, events)?;
 
     guard.set_tracing_on(&inst, false)?;
@@ -250,43 +231,7 @@ fn setup_inner<T>(
             None => bail!("-F needs a command to run"),
         }
     }
-    let mut want = own_options(opts, !pids.is_empty(), |o| inst.has_option(o));
-    // Then what the command line asked for (later wins).
-    for o in &opts.options {
-        match o.strip_prefix("no") {
-            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
-                want.push((name.into(), false))
-            }
-            _ => want.push((o.clone(), true)),
-        }
-    }
-    for (name, on) in &want {
-        if !on && !inst.has_option(name) {
-            continue;
-        }
-        guard.set_option(&inst, name, *on)?;
-    }
-    if let Some(kb) = opts.buffer_kb {
-        guard.set_buffer_size_kb(&inst, kb)?;
-    }
-    // Stack snapshots: asked for explicitly, they must be there; the
-    // default is taken where the kernel has them.
-    if opts.user_stacks == UserStacks::Deferred {
-        let bytes = opts.snapshot_bytes.unwrap_or(DEFAULT_SNAPSHOT);
-        if inst.exists("user_stack_snapshot_size") {
-            guard.set_user_stack_snapshot_size(&inst, bytes)?;
-            // A snapshot larger than a sub-buffer holds gets larger sub-buffers.
-            if inst.exists("buffer_subbuf_size_kb") {
-                if let Some(kb) = subbuf_kb_for_snapshot(bytes, inst.page_size() as u64) {
-                    guard.set_subbuf_size_kb(&inst, kb)?;
-                }
-            }
-        } else if opts.snapshot_bytes.is_some_and(|n| n > 0) {
-            bail!(
-                "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"
-            );
-        }
-    }
+    set_options(opts, &guard, &inst, !pids.is_empty())?;
     if let Some(clock) = &opts.clock {
         guard.set_trace_clock(&inst, clock)?;
     }
@@ -308,6 +253,80 @@ fn setup_inner<T>(
         lock,
     };
     Ok((session, before))
+}
+
+/// Fails, before anything is changed, if the kernel lacks what `opts`
+/// asks for: the stack options and the tracer.
+fn check_kernel(opts: &TraceConfig, fs: &Tracefs, inst: &Instance) -> Result<()> {
+    match opts.user_stacks {
+        UserStacks::Deferred if !inst.has_option("userstacktrace_delay") => bail!(NO_DELAY_OPTION),
+        UserStacks::Sync if !inst.has_option("userstacktrace") => {
+            bail!("this kernel has no userstacktrace option")
+        }
+        _ => {}
+    }
+    if let Some(t) = &opts.tracer {
+        let avail = fs.available_tracers()?;
+        if !avail.contains(t) {
+            bail!(
+                "this kernel has no tracer {t} (available: {})",
+                avail.join(" ")
+            );
+        }
+    }
+    if opts.kernel_stacks && !inst.has_option("stacktrace") {
+        bail!("this kernel has no stacktrace option");
+    }
+    Ok(())
+}
+
+/// Sets the options of `opts` (the stack options and what they need, then
+/// the command line's `-O`, later wins), the buffer size and the stack
+/// snapshot size; `pids_filtered`: a pid filter is set.
+fn set_options(
+    opts: &TraceConfig,
+    guard: &Guard,
+    inst: &Instance,
+    pids_filtered: bool,
+) -> Result<()> {
+    let mut want = own_options(opts, pids_filtered, |o| inst.has_option(o));
+    // Then what the command line asked for (later wins).
+    for o in &opts.options {
+        match o.strip_prefix("no") {
+            Some(name) if inst.has_option(name) && !inst.has_option(o) => {
+                want.push((name.into(), false))
+            }
+            _ => want.push((o.clone(), true)),
+        }
+    }
+    for (name, on) in &want {
+        if !on && !inst.has_option(name) {
+            continue;
+        }
+        guard.set_option(inst, name, *on)?;
+    }
+    if let Some(kb) = opts.buffer_kb {
+        guard.set_buffer_size_kb(inst, kb)?;
+    }
+    // Stack snapshots: asked for explicitly, they must be there; the
+    // default is taken where the kernel has them.
+    if opts.user_stacks == UserStacks::Deferred {
+        let bytes = opts.snapshot_bytes.unwrap_or(DEFAULT_SNAPSHOT);
+        if inst.exists("user_stack_snapshot_size") {
+            guard.set_user_stack_snapshot_size(inst, bytes)?;
+            // A snapshot larger than a sub-buffer holds gets larger sub-buffers.
+            if inst.exists("buffer_subbuf_size_kb") {
+                if let Some(kb) = subbuf_kb_for_snapshot(bytes, inst.page_size() as u64) {
+                    guard.set_subbuf_size_kb(inst, kb)?;
+                }
+            }
+        } else if opts.snapshot_bytes.is_some_and(|n| n > 0) {
+            bail!(
+                "this kernel has no user_stack_snapshot_size (stack snapshots need the ustack kernel patches of this release)"
+            );
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
