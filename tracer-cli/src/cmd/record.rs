@@ -27,11 +27,11 @@ use clap::ArgMatches;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use ustack_record::{check_output, CpuResult, Launch, Tick, TraceStats, TICK};
+use ustack_record::{check_output, CpuResult, Launch, Recording, Tick, TraceStats, TICK};
 
 use super::opts::{OutputOpts, TraceOpts, Unsupported};
 use crate::signals;
-use ustack_tracedata::writer::{TraceMeta, WriteSummary};
+use ustack_tracedata::writer::{TraceMeta, WriteOptions, WriteSummary};
 use ustack_tracefs::CpuStats;
 
 mod phases;
@@ -111,21 +111,8 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     if rec.command().is_none() && !args.quiet {
         eprintln!("tracer-cli: recording; press Ctrl-C to stop");
     }
-    let mut child_status = None;
-    for n in 0u64.. {
-        let tick = rec.tick();
-        if signals::stop_requested() {
-            break;
-        }
-        match tick {
-            Tick::CommandExited(st) => {
-                child_status = Some(st);
-                break;
-            }
-            Tick::ReaderFailed => break, // its error is reported by stop
-            Tick::Running => {}
-        }
-        if show && n % 10 == 0 {
+    let mut child_status = record_until_stopped(&mut rec, |rec| {
+        if show {
             progress.show(
                 &rec.session().inst,
                 &cpus,
@@ -133,13 +120,7 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
                 start.elapsed(),
             );
         }
-        // The command's exit ends the wait at once (the stop latency).
-        if let Some(st) = rec.wait(TICK) {
-            child_status = Some(st);
-            break;
-        }
-    }
-
+    });
     phases.end("recording");
     // Stop writing, then let every reader drain its CPU completely (a
     // failed reader ends the command too).
@@ -169,23 +150,8 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let cpu_files = rec.recorder().cpu_files()?;
     rec.update_meta()?;
     phases.end("metadata");
-    let summary = rec.write(&args.out.output, &wopts);
+    let (rec, summary) = write_file(rec, &args.out.output, &wopts, failed)?;
     phases.end("write");
-    let summary = match (summary, failed) {
-        (Ok(s), None) => s,
-        (Ok(_), Some(e)) => {
-            signals::remove_on_abort(Vec::new());
-            rec.restore()?;
-            return Err(e.context(format!(
-                "recording stopped; {} holds what was recorded before",
-                args.out.output.display()
-            )));
-        }
-        (Err(w), Some(e)) => return Err(e.context(format!("{w:#}"))),
-        (Err(w), None) => return Err(w),
-    };
-    // The file is complete: an abort from now on must not delete it.
-    signals::remove_on_abort(Vec::new());
 
     let stats = rec.command().map(|c| c.stats());
     let traced = rec.command().is_some_and(|c| c.is_traced());
@@ -213,6 +179,62 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
         bail!("the command exited with status {st}{hint}");
     }
     Ok(())
+}
+
+/// Runs the recording until Ctrl-C, the command's exit or a failed
+/// reader; `each_second` is called about once a second. Returns the
+/// command's exit status if it exited.
+fn record_until_stopped(
+    rec: &mut Recording,
+    mut each_second: impl FnMut(&Recording),
+) -> Option<i32> {
+    for n in 0u64.. {
+        let tick = rec.tick();
+        if signals::stop_requested() {
+            return None;
+        }
+        match tick {
+            Tick::CommandExited(st) => return Some(st),
+            Tick::ReaderFailed => return None, // its error is reported by stop
+            Tick::Running => {}
+        }
+        if n % 10 == 0 {
+            each_second(rec);
+        }
+        // The command's exit ends the wait at once (the stop latency).
+        if let Some(st) = rec.wait(TICK) {
+            return Some(st);
+        }
+    }
+    None
+}
+
+/// Writes the trace.dat of a stopped recording. After a failed reader
+/// (`failed`) the file written holds what was recorded before, tracefs is
+/// restored and the reader's error is returned. Once the file is complete,
+/// an abort no longer deletes it.
+fn write_file(
+    mut rec: Recording,
+    output: &Path,
+    wopts: &WriteOptions,
+    failed: Option<anyhow::Error>,
+) -> Result<(Recording, WriteSummary)> {
+    let summary = rec.write(output, wopts);
+    let summary = match (summary, failed) {
+        (Ok(s), None) => s,
+        (Ok(_), Some(e)) => {
+            signals::remove_on_abort(Vec::new());
+            rec.restore()?;
+            return Err(e.context(format!(
+                "recording stopped; {} holds what was recorded before",
+                output.display()
+            )));
+        }
+        (Err(w), Some(e)) => return Err(e.context(format!("{w:#}"))),
+        (Err(w), None) => return Err(w),
+    };
+    signals::remove_on_abort(Vec::new());
+    Ok((rec, summary))
 }
 
 /// The per-CPU counts and the file written.
