@@ -449,23 +449,8 @@ impl App {
             self.refresh(src);
             return;
         }
-        if let Some(PromptState { kind, text }) = &mut self.prompt {
-            let kind = *kind;
-            match msg {
-                Msg::Char(c) => text.push(c),
-                Msg::Backspace => {
-                    text.pop();
-                }
-                Msg::Cancel | Msg::Back => self.prompt = None,
-                Msg::Submit => {
-                    let text = std::mem::take(text);
-                    self.prompt = None;
-                    self.submit(kind, text.trim().to_string(), src);
-                }
-                Msg::Resize(w, h) => self.size = (w, h),
-                Msg::Quit => self.quit = true,
-                _ => {}
-            }
+        if self.prompt.is_some() {
+            self.update_prompt(msg, src);
             self.refresh(src);
             return;
         }
@@ -517,43 +502,16 @@ impl App {
                     self.message.clear();
                 }
             }
-            Msg::NextSort | Msg::ReverseSort => {
-                if msg == Msg::NextSort {
-                    self.sort = self.sort.next();
-                } else {
-                    self.sort_rev = !self.sort_rev;
-                }
-                let keep = self.selected_group();
-                let mut g = std::mem::take(&mut self.groups);
-                self.sort_groups(&mut g);
-                self.groups = g;
-                self.groups_at.sel = keep
-                    .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
-                    .unwrap_or(0);
-                self.message = format!(
-                    "sorted by {}{}",
-                    self.sort.name(),
-                    if self.sort_rev { " (descending)" } else { "" }
-                );
+            Msg::NextSort => {
+                self.sort = self.sort.next();
+                self.resort();
+            }
+            Msg::ReverseSort => {
+                self.sort_rev = !self.sort_rev;
+                self.resort();
             }
             Msg::ToggleHelp => self.show_help = !self.show_help,
-            Msg::StartPrompt(p) => {
-                let init = match p {
-                    Prompt::Search => String::new(),
-                    Prompt::Pid => self.filter.pid.map(|p| p.to_string()).unwrap_or_default(),
-                    Prompt::Comm => self
-                        .filter
-                        .comm
-                        .as_ref()
-                        .map(TextMatch::prompt_text)
-                        .unwrap_or_default(),
-                    Prompt::Event => self.filter.event.clone().unwrap_or_default(),
-                };
-                self.prompt = Some(PromptState {
-                    kind: p,
-                    text: init,
-                });
-            }
+            Msg::StartPrompt(p) => self.start_prompt(p),
             Msg::SearchNext => self.search_step(true, src),
             Msg::SearchPrev => self.search_step(false, src),
             Msg::ClearFilters => {
@@ -561,34 +519,8 @@ impl App {
                 self.apply_filter();
                 self.message = "filters cleared".into();
             }
-            Msg::ToggleInternal => {
-                self.show_internal = !self.show_internal;
-                self.tree = None;
-                self.dscroll = 0;
-                self.edscroll = 0;
-                self.message = format!(
-                    "tracing-internal kernel frames {}",
-                    if self.show_internal {
-                        "shown"
-                    } else {
-                        "hidden"
-                    }
-                );
-            }
-            Msg::ToggleDirection => {
-                self.bottom_up = !self.bottom_up;
-                self.tree = None;
-                self.tree_at.sel = 0;
-                self.tree_at.off = 0;
-                self.message = format!(
-                    "call tree {}",
-                    if self.bottom_up {
-                        "bottom-up"
-                    } else {
-                        "top-down"
-                    }
-                );
-            }
+            Msg::ToggleInternal => self.toggle_internal(),
+            Msg::ToggleDirection => self.toggle_direction(),
             Msg::ExpandAll => {
                 if let Some(t) = &mut self.tree {
                     if let Some(r) = t.rows.get(self.tree_at.sel) {
@@ -602,6 +534,89 @@ impl App {
             Msg::Char(_) | Msg::Backspace | Msg::Submit | Msg::Cancel => {}
         }
         self.refresh(src);
+    }
+
+    /// A message while the prompt is open: it edits the prompt's text.
+    fn update_prompt(&mut self, msg: Msg, src: &mut dyn Source) {
+        let Some(PromptState { kind, text }) = &mut self.prompt else {
+            return;
+        };
+        let kind = *kind;
+        match msg {
+            Msg::Char(c) => text.push(c),
+            Msg::Backspace => {
+                text.pop();
+            }
+            Msg::Cancel | Msg::Back => self.prompt = None,
+            Msg::Submit => {
+                let text = std::mem::take(text);
+                self.prompt = None;
+                self.submit(kind, text.trim().to_string(), src);
+            }
+            Msg::Resize(w, h) => self.size = (w, h),
+            Msg::Quit => self.quit = true,
+            _ => {}
+        }
+    }
+
+    /// Sorts the visible groups by the current key, keeping the selection.
+    fn resort(&mut self) {
+        let keep = self.selected_group();
+        let mut g = std::mem::take(&mut self.groups);
+        self.sort_groups(&mut g);
+        self.groups = g;
+        self.groups_at.sel = keep
+            .and_then(|k| self.groups.iter().position(|&g| g as usize == k))
+            .unwrap_or(0);
+        self.message = format!(
+            "sorted by {}{}",
+            self.sort.name(),
+            if self.sort_rev { " (descending)" } else { "" }
+        );
+    }
+
+    /// Opens prompt `p`, filled with the filter it edits.
+    fn start_prompt(&mut self, p: Prompt) {
+        let init = match p {
+            Prompt::Search => String::new(),
+            Prompt::Pid => self.filter.pid.map(|p| p.to_string()).unwrap_or_default(),
+            Prompt::Comm => self
+                .filter
+                .comm
+                .as_ref()
+                .map(TextMatch::prompt_text)
+                .unwrap_or_default(),
+            Prompt::Event => self.filter.event.clone().unwrap_or_default(),
+        };
+        self.prompt = Some(PromptState {
+            kind: p,
+            text: init,
+        });
+    }
+
+    fn toggle_internal(&mut self) {
+        self.show_internal = !self.show_internal;
+        self.tree = None;
+        self.dscroll = 0;
+        self.edscroll = 0;
+        let shown = if self.show_internal {
+            "shown"
+        } else {
+            "hidden"
+        };
+        self.message = format!("tracing-internal kernel frames {shown}");
+    }
+
+    fn toggle_direction(&mut self) {
+        self.bottom_up = !self.bottom_up;
+        self.tree = None;
+        self.tree_at = ListCursor::default();
+        let way = if self.bottom_up {
+            "bottom-up"
+        } else {
+            "top-down"
+        };
+        self.message = format!("call tree {way}");
     }
 
     fn click(&mut self, x: u16, y: u16) {

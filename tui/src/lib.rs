@@ -185,6 +185,24 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     run_with(opts, None)
 }
 
+/// Waits for the first terminal event (at most `wait`, for ever with
+/// `None`), then takes what is queued behind it, so that a fast key repeat
+/// or wheel does not lag behind.
+fn next_events(wait: Option<Duration>) -> io::Result<Vec<event::Event>> {
+    let mut evs = Vec::new();
+    let ready = match wait {
+        Some(w) => event::poll(w)?,
+        None => true,
+    };
+    if ready {
+        evs.push(event::read()?);
+        while event::poll(Duration::ZERO)? {
+            evs.push(event::read()?);
+        }
+    }
+    Ok(evs)
+}
+
 /// Runs the TUI; with `live`, the file is reopened whenever `live` gives a
 /// new snapshot, keeping the user's view.
 pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), Error> {
@@ -229,11 +247,9 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
         let mut polling = None;
         loop {
             draw(&mut term, &mut app, &mut src).map_err(io_err("cannot draw"))?;
-            // Wait for the first event (not at all while a search goes on;
-            // at most a tenth of a second while indexing or taking a live
-            // snapshot, to show progress; in live mode at most a second,
-            // to refresh), then drain what is queued so a fast key repeat
-            // or wheel does not lag behind.
+            // Not at all while a search goes on; at most a tenth of a
+            // second while indexing or taking a live snapshot, to show
+            // progress; in live mode at most a second, to refresh.
             let wait = if app.searching.is_some() {
                 Some(Duration::ZERO)
             } else if loader.is_some() || polling.is_some() {
@@ -243,18 +259,7 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
             } else {
                 None
             };
-            let mut evs = Vec::new();
-            let ready = match wait {
-                Some(w) => event::poll(w).map_err(io_err("cannot read input"))?,
-                None => true,
-            };
-            if ready {
-                evs.push(event::read().map_err(io_err("cannot read input"))?);
-                while event::poll(Duration::ZERO).map_err(io_err("cannot read input"))? {
-                    evs.push(event::read().map_err(io_err("cannot read input"))?);
-                }
-            }
-            for ev in evs {
+            for ev in next_events(wait).map_err(io_err("cannot read input"))? {
                 if let Some(msg) = keys::map_event(&ev, app.prompt.is_some()) {
                     app.update(msg, &mut src);
                 }
