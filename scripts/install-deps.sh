@@ -5,11 +5,12 @@
 #   trace-cmd                      byte-for-byte comparisons in tests, bench
 #   tmux                           the TUI tests
 #   strace                         a test of a command that uses ptrace
+#   golang-go                      go tool pprof reads --pprof output (tests/pprof.rs)
 # (zstd and zlib are built from the crates' own sources.)
 # Idempotent: packages already present are not downloaded again.
 set -euo pipefail
 
-pkgs=(libtraceevent-dev pkg-config gcc trace-cmd tmux strace)
+pkgs=(libtraceevent-dev pkg-config gcc trace-cmd tmux strace golang-go)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

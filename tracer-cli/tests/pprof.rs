@@ -1,10 +1,12 @@
 //! `report --pprof FILE` writes a gzip-compressed profile.proto whose
 //! samples are the `--folded` stacks: decoded here with a small protobuf
-//! reader (no root needed).
+//! reader, and read by Go's `go tool pprof`, a reader we did not write
+//! (no root needed).
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::process::Command;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
 /// A decoded protobuf message: field number -> values (varints, or bytes
 /// for length-delimited fields).
@@ -167,6 +169,95 @@ fn pprof_profile_holds_the_folded_stacks() {
 
     // User frames keep their addresses (the fixture symbolizes libc ones).
     assert!(addresses);
+}
+
+/// `go tool pprof -traces` of the profile at `prof`: its samples as
+/// sorted folded lines (root first, frames joined by `;`, then the count),
+/// checking that each sample's `comm` and `event` labels are its root and
+/// leaf. Go's caches and temporary files go to `tmp`; nothing is fetched.
+fn go_pprof_folded(prof: &Path, tmp: &Path) -> Vec<String> {
+    let o = Command::new("go")
+        .args(["tool", "pprof", "-traces", "-symbolize=none"])
+        .arg(prof)
+        .env("HOME", tmp)
+        .env("GOCACHE", tmp.join("gocache"))
+        .env("PPROF_TMPDIR", tmp)
+        .env("GOTOOLCHAIN", "local")
+        .current_dir(tmp)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run go tool pprof");
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        o.status.success(),
+        "go tool pprof: {}{out}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // A header ("Type: events", "Duration: ..."), then each sample after a
+    // separator line: its labels as "%10s:  %s", then its frames, leaf
+    // first, as "%10s   %s" with the sample's value in the first one.
+    let separator = format!("-----------+{}\n", "-".repeat(55));
+    let mut blocks = out.split(&separator);
+    let header = blocks.next().unwrap();
+    assert!(header.lines().any(|l| l == "Type: events"), "{out}");
+    assert!(out.ends_with(&separator), "{out}");
+    let mut folded = Vec::new();
+    for block in blocks.filter(|b| !b.is_empty()) {
+        let mut labels = BTreeMap::new();
+        let mut frames = Vec::new();
+        let mut value = None;
+        for line in block.lines() {
+            let (left, right) = line.split_at_checked(10).expect(line);
+            if let Some(v) = right.strip_prefix(":  ") {
+                assert!(frames.is_empty(), "label after frames: {line:?}");
+                labels.insert(left.trim_start(), v);
+            } else {
+                let name = right.strip_prefix("   ").expect(line);
+                if frames.is_empty() {
+                    value = Some(left.trim_start().parse::<u64>().expect(line));
+                } else {
+                    assert_eq!(left.trim(), "", "{line:?}");
+                }
+                frames.push(name);
+            }
+        }
+        frames.reverse();
+        assert_eq!(labels.len(), 2, "{block}");
+        assert_eq!(labels["comm"], frames[0], "{block}");
+        assert_eq!(labels["event"], *frames.last().unwrap(), "{block}");
+        folded.push(format!("{} {}", frames.join(";"), value.unwrap()));
+    }
+    folded.sort();
+    folded
+}
+
+fn have_go() -> bool {
+    Command::new("go")
+        .arg("version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn go_pprof_reads_the_folded_stacks() {
+    if !have_go() {
+        return ustack_testdata::skip_unless_ci("needs go (golang-go)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dat = dir.path().join("t.dat");
+    ustack_testdata::fixture().write(&dat).unwrap();
+    let dat = dat.to_str().unwrap();
+    let prof = dir.path().join("profile.pb.gz");
+    assert!(tracer_cli(&["report", "-i", dat, "--pprof", prof.to_str().unwrap()]).is_empty());
+
+    let got = go_pprof_folded(&prof, dir.path());
+    let want = String::from_utf8(tracer_cli(&["report", "-i", dat, "--folded"])).unwrap();
+    let mut want: Vec<String> = want.lines().map(str::to_string).collect();
+    want.sort();
+    assert!(!want.is_empty());
+    assert_eq!(got, want);
 }
 
 #[test]

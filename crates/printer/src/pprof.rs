@@ -9,53 +9,126 @@
 //! has no user stack) and the command name as the root. Samples with the
 //! same stack are merged; each also carries `comm` and `event` labels.
 //!
-//! The encoder is written by hand: a profile needs five message types and
-//! the protobuf wire format's varints and length-delimited fields only.
+//! The wire format is `prost`'s: the messages of `profile.proto` that a
+//! profile needs are declared in `proto` with their field numbers, and
+//! fields left out there are absent (their default) in every profile.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 use flate2::write::GzEncoder;
+use prost::Message;
 use ustack_stitch::view::GroupDetail;
 use ustack_symbolize::Frame;
 
 use crate::frame::{format_frame, FrameStyle};
 
-/// Protobuf wire format writer (varints and length-delimited fields).
-#[derive(Default)]
-struct Pb(Vec<u8>);
-
-impl Pb {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push(v as u8 | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
+/// The messages of pprof's `profile.proto` (package `perftools.profiles`)
+/// that a profile of stitched stacks uses, with the field numbers of that
+/// file. Strings are indices into `Profile::string_table`; ids are 1-based.
+mod proto {
+    /// The whole profile (`Profile`).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Profile {
+        /// What each value of a sample counts (one type: `events/count`).
+        #[prost(message, repeated, tag = "1")]
+        pub sample_type: Vec<ValueType>,
+        /// The samples: a stack and its count.
+        #[prost(message, repeated, tag = "2")]
+        pub sample: Vec<Sample>,
+        /// The locations (frames) that samples refer to by id.
+        #[prost(message, repeated, tag = "4")]
+        pub location: Vec<Location>,
+        /// The functions that locations refer to by id.
+        #[prost(message, repeated, tag = "5")]
+        pub function: Vec<Function>,
+        /// Every string of the profile; the first must be "".
+        #[prost(string, repeated, tag = "6")]
+        pub string_table: Vec<String>,
+        /// Time from the first to the last event, in nanoseconds.
+        #[prost(int64, tag = "10")]
+        pub duration_nanos: i64,
+        /// What `period` is measured in.
+        #[prost(message, optional, tag = "11")]
+        pub period_type: Option<ValueType>,
+        /// The sampling period: every event counts once.
+        #[prost(int64, tag = "12")]
+        pub period: i64,
     }
 
-    /// A varint field (wire type 0); zero values are left out, as proto3 does.
-    fn uint(&mut self, field: u32, v: u64) {
-        if v != 0 {
-            self.varint(u64::from(field) << 3);
-            self.varint(v);
-        }
+    /// A type and unit of values (`ValueType`), as string indices.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct ValueType {
+        /// The type ("events").
+        #[prost(int64, tag = "1")]
+        pub r#type: i64,
+        /// The unit ("count").
+        #[prost(int64, tag = "2")]
+        pub unit: i64,
     }
 
-    /// A length-delimited field (wire type 2): bytes, string or message.
-    fn bytes(&mut self, field: u32, data: &[u8]) {
-        self.varint(u64::from(field) << 3 | 2);
-        self.varint(data.len() as u64);
-        self.0.extend_from_slice(data);
+    /// One stack and its values (`Sample`).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        /// Location ids, leaf first.
+        #[prost(uint64, repeated, tag = "1")]
+        pub location_id: Vec<u64>,
+        /// One value per sample type.
+        #[prost(int64, repeated, tag = "2")]
+        pub value: Vec<i64>,
+        /// The sample's labels.
+        #[prost(message, repeated, tag = "3")]
+        pub label: Vec<Label>,
     }
 
-    /// A packed repeated varint field.
-    fn packed(&mut self, field: u32, values: &[u64]) {
-        let mut p = Pb::default();
-        for &v in values {
-            p.varint(v);
-        }
-        self.bytes(field, &p.0);
+    /// A string label of a sample (`Label`): key and value are string indices.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        /// The label's name.
+        #[prost(int64, tag = "1")]
+        pub key: i64,
+        /// The label's string value.
+        #[prost(int64, tag = "2")]
+        pub str: i64,
+    }
+
+    /// A frame (`Location`): an address and the function it lies in.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Location {
+        /// The location's id, referred to by `Sample::location_id`.
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        /// The instruction address (0 for pseudo-frames).
+        #[prost(uint64, tag = "3")]
+        pub address: u64,
+        /// The function at the address (one, no inlined ones).
+        #[prost(message, repeated, tag = "4")]
+        pub line: Vec<Line>,
+    }
+
+    /// A function at a location (`Line`).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Line {
+        /// The id of the `Function` at this location.
+        #[prost(uint64, tag = "1")]
+        pub function_id: u64,
+    }
+
+    /// A function (`Function`): name and file as string indices.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Function {
+        /// The function's id.
+        #[prost(uint64, tag = "1")]
+        pub id: u64,
+        /// The name shown.
+        #[prost(int64, tag = "2")]
+        pub name: i64,
+        /// The name as the system knows it (the same).
+        #[prost(int64, tag = "3")]
+        pub system_name: i64,
+        /// The object file, or `[kernel]`, `[user]` or "".
+        #[prost(int64, tag = "4")]
+        pub filename: i64,
     }
 }
 
@@ -90,9 +163,9 @@ impl FrameKey {
 #[derive(Default)]
 struct Profile {
     strings: Vec<String>,
-    string_ids: HashMap<String, u64>,
+    string_ids: HashMap<String, i64>,
     /// (name, file) string ids -> function id.
-    functions: HashMap<(u64, u64), u64>,
+    functions: HashMap<(i64, i64), u64>,
     /// Frame -> location id (ids start at 1).
     locations: HashMap<FrameKey, u64>,
     location_list: Vec<(u64, u64)>,
@@ -109,11 +182,11 @@ impl Profile {
         p
     }
 
-    fn string(&mut self, s: &str) -> u64 {
+    fn string(&mut self, s: &str) -> i64 {
         if let Some(&id) = self.string_ids.get(s) {
             return id;
         }
-        let id = self.strings.len() as u64;
+        let id = self.strings.len() as i64;
         self.strings.push(s.to_string());
         self.string_ids.insert(s.to_string(), id);
         id
@@ -158,56 +231,64 @@ impl Profile {
         }
     }
 
+    /// The profile's message. Counts and times are `u64`s sent as the
+    /// `int64`s of profile.proto: `as` keeps their bits, and so their
+    /// varints.
     fn encode(mut self) -> Vec<u8> {
-        let events = self.string("events");
-        let count = self.string("count");
+        let value_type = proto::ValueType {
+            r#type: self.string("events"),
+            unit: self.string("count"),
+        };
         let (comm_key, event_key) = (self.string("comm"), self.string("event"));
         let samples = std::mem::take(&mut self.samples);
-        let mut pb = Pb::default();
-        let mut vt = Pb::default();
-        vt.uint(1, events);
-        vt.uint(2, count);
-        pb.bytes(1, &vt.0);
-        for ((ids, comm, event), n) in &samples {
-            let (comm, event) = (self.string(comm), self.string(event));
-            let mut s = Pb::default();
-            s.packed(1, ids);
-            s.packed(2, &[*n]);
-            for (k, v) in [(comm_key, comm), (event_key, event)] {
-                let mut l = Pb::default();
-                l.uint(1, k);
-                l.uint(2, v);
-                s.bytes(3, &l.0);
-            }
-            pb.bytes(2, &s.0);
-        }
-        for (i, (addr, func)) in self.location_list.iter().enumerate() {
-            let mut line = Pb::default();
-            line.uint(1, *func);
-            let mut l = Pb::default();
-            l.uint(1, i as u64 + 1);
-            l.uint(3, *addr);
-            l.bytes(4, &line.0);
-            pb.bytes(4, &l.0);
-        }
-        let mut funcs: Vec<_> = self.functions.iter().map(|(k, v)| (*v, *k)).collect();
-        funcs.sort_unstable();
-        for (id, (name, file)) in funcs {
-            let mut f = Pb::default();
-            f.uint(1, id);
-            f.uint(2, name);
-            f.uint(3, name);
-            f.uint(4, file);
-            pb.bytes(5, &f.0);
-        }
-        for s in &self.strings {
-            pb.bytes(6, s.as_bytes());
-        }
+        let sample = samples
+            .into_iter()
+            .map(|((ids, comm, event), n)| proto::Sample {
+                location_id: ids,
+                value: vec![n as i64],
+                label: vec![
+                    proto::Label {
+                        key: comm_key,
+                        str: self.string(&comm),
+                    },
+                    proto::Label {
+                        key: event_key,
+                        str: self.string(&event),
+                    },
+                ],
+            })
+            .collect();
+        let location = (1..)
+            .zip(&self.location_list)
+            .map(|(id, &(address, function_id))| proto::Location {
+                id,
+                address,
+                line: vec![proto::Line { function_id }],
+            })
+            .collect();
+        let mut function: Vec<_> = self
+            .functions
+            .iter()
+            .map(|(&(name, filename), &id)| proto::Function {
+                id,
+                name,
+                system_name: name,
+                filename,
+            })
+            .collect();
+        function.sort_unstable_by_key(|f| f.id);
         let first = self.first_ts.unwrap_or(0);
-        pb.uint(10, self.last_ts.saturating_sub(first));
-        pb.bytes(11, &vt.0);
-        pb.uint(12, 1);
-        pb.0
+        proto::Profile {
+            sample_type: vec![value_type.clone()],
+            sample,
+            location,
+            function,
+            string_table: self.strings,
+            duration_nanos: self.last_ts.saturating_sub(first) as i64,
+            period_type: Some(value_type),
+            period: 1,
+        }
+        .encode_to_vec()
     }
 }
 
@@ -228,21 +309,53 @@ pub fn write(
 
 #[cfg(test)]
 mod tests {
-    use super::Pb;
+    use super::proto::*;
+    use prost::Message;
 
+    /// The field numbers are profile.proto's: the bytes are the ones the
+    /// hand-written encoder before prost wrote (and pprof reads).
     #[test]
-    fn varints_and_fields_follow_the_wire_format() {
-        let mut p = Pb::default();
-        p.varint(300);
-        assert_eq!(p.0, [0xac, 0x02]);
-        let mut p = Pb::default();
-        p.uint(1, 150);
-        p.uint(2, 0);
-        p.bytes(6, b"ab");
-        p.packed(1, &[3, 270]);
+    fn messages_have_the_field_numbers_of_profile_proto() {
+        let sample = Sample {
+            location_id: vec![3, 270],
+            value: vec![1],
+            label: vec![Label { key: 1, str: 2 }],
+        };
         assert_eq!(
-            p.0,
-            [0x08, 0x96, 0x01, 0x32, 2, b'a', b'b', 0x0a, 3, 3, 0x8e, 0x02]
+            sample.encode_to_vec(),
+            [0x0a, 3, 3, 0x8e, 0x02, 0x12, 1, 1, 0x1a, 4, 0x08, 1, 0x10, 2]
         );
+        let vt = ValueType { r#type: 1, unit: 2 };
+        let profile = Profile {
+            sample_type: vec![vt.clone()],
+            sample: vec![],
+            location: vec![Location {
+                id: 1,
+                address: 0x10,
+                line: vec![Line { function_id: 2 }],
+            }],
+            function: vec![Function {
+                id: 2,
+                name: 1,
+                system_name: 1,
+                filename: 3,
+            }],
+            string_table: vec![String::new(), "ab".to_string()],
+            duration_nanos: 150,
+            period_type: Some(vt),
+            period: 1,
+        };
+        #[rustfmt::skip]
+        let want = [
+            0x0a, 4, 0x08, 1, 0x10, 2, // sample_type
+            0x22, 8, 0x08, 1, 0x18, 0x10, 0x22, 2, 0x08, 2, // location
+            0x2a, 8, 0x08, 2, 0x10, 1, 0x18, 1, 0x20, 3, // function
+            0x32, 0, 0x32, 2, b'a', b'b', // string_table
+            0x50, 0x96, 0x01, // duration_nanos
+            0x5a, 4, 0x08, 1, 0x10, 2, // period_type
+            0x60, 1, // period
+        ];
+        assert_eq!(profile.encode_to_vec(), want);
+        assert_eq!(Profile::decode(&want[..]).unwrap(), profile);
     }
 }
