@@ -117,7 +117,13 @@ impl Profile {
             let e = p.add_event(fmt, Kind::Func);
             p.events[e].data_field = field(fmt, "ip");
         }
-        // trace-cmd prepends each -H to its list.
+        p.add_hooks(file, opts)?;
+        Ok(p)
+    }
+
+    /// The `-H` hooks: each pairs a start event with an end event; trace-cmd
+    /// prepends each to its list, so the last one given comes first.
+    fn add_hooks(&mut self, file: &TraceFile, opts: &ProfileOptions) -> Result<()> {
         for h in opts.hooks.iter().rev() {
             let find = |sys: &Option<String>, name: &str| match sys {
                 Some(s) => file.formats().by_name(s, name),
@@ -129,10 +135,11 @@ impl Profile {
                         .find(|f| f.name == name)
                 }
             };
-            let start = find(&h.start_system, &h.start_event).map(|f| p.add_event(f, Kind::Other));
-            let end = find(&h.end_system, &h.end_event).map(|f| p.add_event(f, Kind::Other));
+            let start =
+                find(&h.start_system, &h.start_event).map(|f| self.add_event(f, Kind::Other));
+            let end = find(&h.end_system, &h.end_event).map(|f| self.add_event(f, Kind::Other));
             if let (Some(s), Some(e)) = (start, end) {
-                p.mate(
+                self.mate(
                     file,
                     s,
                     h.pid.as_deref(),
@@ -144,7 +151,7 @@ impl Profile {
                 )?;
             }
         }
-        Ok(p)
+        Ok(())
     }
 
     /// trace-cmd's add_event(): a new description of `fmt`'s event, which
