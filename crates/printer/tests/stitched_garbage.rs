@@ -1,7 +1,9 @@
 //! Garbage in, no panic out: random records (special event ids with short
-//! or corrupt payloads, random losses) through the stitcher's index, its
-//! views and their event text.
+//! or corrupt payloads, random losses, a read error) through the
+//! stitcher's index, its views and their event text. proptest shrinks a
+//! failing trace to a small one.
 
+use proptest::prelude::*;
 use ustack_stitch::trace::{Comms, Index, Locator};
 use ustack_symbolize::{AddressSpaces, Symbolizer};
 use ustack_testdata as testdata;
@@ -22,67 +24,96 @@ fn formats() -> Vec<EventFormat> {
     v
 }
 
-#[test]
-fn random_records_do_not_panic() {
-    let ids = [
-        testdata::ID_COOKIE,
-        testdata::ID_UNWIND_STACK,
-        testdata::ID_USER_STACK,
-        testdata::ID_KERNEL_STACK,
-        testdata::ID_SYS_ENTER,
-        testdata::ID_SCHED_SWITCH,
-        999,
-    ];
-    let mut rng = testdata::Rng(0x1234_5678_9abc_def1);
-    for round in 0..200 {
-        let mut payloads = Vec::new();
-        for _ in 0..50 {
-            let len = (rng.next_u64() % 120) as usize;
-            let mut d: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
-            if len >= 8 {
-                let id = ids[(rng.next_u64() % ids.len() as u64) as usize];
-                d[0..2].copy_from_slice(&id.to_le_bytes());
-                // Few pids, so that groups form.
-                d[4..8].copy_from_slice(&((rng.next_u64() % 3) as i32).to_le_bytes());
+/// The ids the stitcher treats specially, and one no format has.
+const IDS: [u16; 7] = [
+    testdata::ID_COOKIE,
+    testdata::ID_UNWIND_STACK,
+    testdata::ID_USER_STACK,
+    testdata::ID_KERNEL_STACK,
+    testdata::ID_SYS_ENTER,
+    testdata::ID_SCHED_SWITCH,
+    999,
+];
+
+/// One record: its CPU, a loss before it (with or without a count), and a
+/// payload whose header, when it has one, names a special id and one of
+/// few pids (so that groups form).
+#[derive(Debug, Clone)]
+struct RandomRecord {
+    cpu: u32,
+    lost_before: Option<Option<u64>>,
+    payload: Vec<u8>,
+}
+
+fn record() -> impl Strategy<Value = RandomRecord> {
+    (
+        0..3u32,
+        proptest::option::weighted(0.1, proptest::option::of(0..100u64)),
+        proptest::collection::vec(any::<u8>(), 0..120),
+        proptest::sample::select(&IDS[..]),
+        0..3i32,
+    )
+        .prop_map(|(cpu, lost_before, mut payload, id, pid)| {
+            if payload.len() >= 8 {
+                payload[0..2].copy_from_slice(&id.to_le_bytes());
+                payload[4..8].copy_from_slice(&pid.to_le_bytes());
             }
-            payloads.push(d);
-        }
-        let mut items = Vec::new();
-        for (i, d) in payloads.iter().enumerate() {
-            let cpu = (rng.next_u64() % 3) as u32;
-            if rng.next_u64() % 10 == 0 {
-                items.push(Ok::<_, String>(Item::Lost {
-                    cpu,
-                    ts: i as u64,
-                    count: (rng.next_u64() % 2 == 0).then_some(rng.next_u64() % 100),
-                }));
+            RandomRecord {
+                cpu,
+                lost_before,
+                payload,
             }
-            items.push(Ok(Item::Event(Record::new(cpu, i as u64, d))));
+        })
+}
+
+fn stitch_and_show(records: &[RandomRecord], read_error: bool) {
+    let mut items = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        if let Some(count) = r.lost_before {
+            items.push(Ok::<_, String>(Item::Lost {
+                cpu: r.cpu,
+                ts: i as u64,
+                count,
+            }));
         }
-        if round % 7 == 0 {
-            items.push(Err("injected read error".to_string()));
-        }
-        let idx = Index::build(formats(), Comms::default(), &Locator::default(), items);
-        assert_eq!(idx.events.len(), 50);
-        let mut sym = Symbolizer::new(
-            Some(testdata::KALLSYMS.to_string()),
-            AddressSpaces::new(ProcMap::parse_all(
-                "zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n",
-            )),
+        items.push(Ok(Item::Event(Record::new(r.cpu, i as u64, &r.payload))));
+    }
+    if read_error {
+        items.push(Err("injected read error".to_string()));
+    }
+    let idx = Index::build(formats(), Comms::default(), &Locator::default(), items);
+    assert_eq!(idx.events.len(), records.len());
+    let mut sym = Symbolizer::new(
+        Some(testdata::KALLSYMS.to_string()),
+        AddressSpaces::new(ProcMap::parse_all(
+            "zz 1 x\n1 2 /nonexistent\nffffffffffffffff 1 /x\n",
+        )),
+    );
+    let payload = |s: u64| &records[s as usize].payload;
+    for g in &idx.stitched.groups {
+        let d = ustack_stitch::view::detail(
+            &idx,
+            g,
+            |s| Some(Record::new(0, 0, payload(s))),
+            &mut ustack_printer::text::Texts::generic(),
+            &mut sym,
         );
-        for g in &idx.stitched.groups {
-            let d = ustack_stitch::view::detail(
-                &idx,
-                g,
-                |s| Some(Record::new(0, 0, &payloads[s as usize])),
-                &mut ustack_printer::text::Texts::generic(),
-                &mut sym,
-            );
-            let _ = format!("{d:?}");
-        }
-        for s in 0..50u64 {
-            let r = Record::new(0, 0, &payloads[s as usize]);
-            let _ = ustack_printer::text::event_text(&idx, s, Some(&r));
-        }
+        let _ = format!("{d:?}");
+    }
+    for s in 0..records.len() as u64 {
+        let r = Record::new(0, 0, payload(s));
+        let _ = ustack_printer::text::event_text(&idx, s, Some(&r));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    #[test]
+    fn random_records_do_not_panic(
+        records in proptest::collection::vec(record(), 50),
+        read_error in proptest::bool::weighted(0.15),
+    ) {
+        stitch_and_show(&records, read_error);
     }
 }
