@@ -13,7 +13,7 @@ use std::ops::Range;
 
 use super::codec::ChunkDecoder;
 use super::lazy::LazyData;
-use super::records::{CpuStream, Pages};
+use super::records::{CpuStream, FramePages, Pages, RELEASE_STEP};
 use crate::error::{Error, Result};
 use crate::header::HeaderPage;
 use crate::page::Missed;
@@ -28,13 +28,9 @@ pub(super) struct Window<'a> {
     buf: Vec<u8>,
     base: usize,
     next_chunk: usize,
-    /// The file mapping, when `file` is one, and the file offset up to
-    /// which the decoded frames' pages were given back.
-    frames: Option<(&'a memmap2::Mmap, usize)>,
+    /// The pages of the decoded frames, when `file` is a mapping.
+    frames: Option<FramePages<'a>>,
 }
-
-/// Decoded frame bytes between two releases of their file pages.
-const FRAMES_STEP: usize = 1 << 20;
 
 impl<'a> Window<'a> {
     /// A window on `lazy`, whose chunk table was read from `file`; with
@@ -48,7 +44,7 @@ impl<'a> Window<'a> {
             buf: Vec::new(),
             base: 0,
             next_chunk: 0,
-            frames: map.map(|m| (m, 0)),
+            frames: map.map(FramePages::new),
         }
     }
 }
@@ -85,12 +81,9 @@ impl Pages for Window<'_> {
             dec.fill(frame, &mut self.buf[old..])
                 .map_err(|e| e.context(format!("chunk {i}")).at(at))?;
             self.next_chunk = i + 1;
-            if let Some((map, from)) = &mut self.frames {
-                let end = frame.as_ptr() as usize + frame.len() - map.as_ptr() as usize;
-                if end >= *from + FRAMES_STEP {
-                    super::records::dont_need(map, *from, end - *from);
-                    *from = end;
-                }
+            if let Some(frames) = &mut self.frames {
+                let end = frame.as_ptr() as usize + frame.len() - self.file.as_ptr() as usize;
+                frames.release(0, end, RELEASE_STEP);
             }
         }
         Ok(())

@@ -157,7 +157,7 @@ impl<'a, S: Pages> CpuStream<'a, S> {
         map: Option<&'a memmap2::Mmap>,
     ) -> Self {
         self.behind = Some(Behind {
-            pages: Released::Lazy(lazy, map.map(|m| (m, 0))),
+            pages: Released::Lazy(lazy, map.map(FramePages::new)),
             released: 0,
         });
         self
@@ -415,14 +415,14 @@ struct Behind<'a> {
 enum Released<'a> {
     /// The file mapping, the CPU's data at this offset in it.
     Map(&'a memmap2::Mmap, usize),
-    /// Decoded compressed data, and the file mapping its frames are in
-    /// with the file offset up to which they were given back.
-    Lazy(&'a LazyData, Option<(&'a memmap2::Mmap, usize)>),
+    /// Decoded compressed data, and the pages of its frames in the file
+    /// mapping.
+    Lazy(&'a LazyData, Option<FramePages<'a>>),
 }
 
 impl Behind<'_> {
     /// Bytes read between two releases.
-    const STEP: usize = 1 << 20;
+    const STEP: usize = RELEASE_STEP;
 
     /// Releases the data before `offset` once `STEP` bytes are pending.
     fn release_to(&mut self, offset: usize) {
@@ -433,17 +433,41 @@ impl Behind<'_> {
             Released::Map(map, at) => dont_need(map, *at + self.released, offset - self.released),
             Released::Lazy(l, frames) => {
                 l.release(self.released..offset);
-                if let Some((map, from)) = frames {
+                if let Some(frames) = frames {
                     let done = l.frames_decoded();
-                    let start = (*from).max(done.start);
-                    if done.end > start {
-                        dont_need(map, start, done.end - start);
-                        *from = done.end;
-                    }
+                    frames.release(done.start, done.end, 1);
                 }
             }
         }
         self.released = offset;
+    }
+}
+
+/// Bytes a reader moves on between two releases of the pages behind it.
+pub(super) const RELEASE_STEP: usize = 1 << 20;
+
+/// The pages of the compressed frames a reader has decoded, in the file
+/// mapping, given back to the kernel behind the reader.
+pub(super) struct FramePages<'a> {
+    map: &'a memmap2::Mmap,
+    /// File offset up to which they were given back.
+    from: usize,
+}
+
+impl<'a> FramePages<'a> {
+    /// Frames of `map`, none given back yet.
+    pub(super) fn new(map: &'a memmap2::Mmap) -> Self {
+        FramePages { map, from: 0 }
+    }
+
+    /// Gives back the frame pages of the file range `start..end` not given
+    /// back yet, once that is at least `min_step` bytes.
+    pub(super) fn release(&mut self, start: usize, end: usize, min_step: usize) {
+        let start = self.from.max(start);
+        if end > start && end - start >= min_step {
+            dont_need(self.map, start, end - start);
+            self.from = end;
+        }
     }
 }
 
