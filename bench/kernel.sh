@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/kernel.sh: the cost of deferred user stacks in the kernel (issue 11 section 7).
+# bench/kernel.sh: the cost of deferred user stacks in the kernel.
 #
 # Builds the patched kernel with the benchmark configuration (kernel-patch/build.sh
 # --config bench: no lockdep, KFENCE or other debug options), boots it under QEMU
@@ -8,7 +8,7 @@
 # `userstacktrace`; + deferred (`userstacktrace_delay`), at user stack depths 8, 32
 # and 128 and 1, 2, 4 and 8 events per kernel entry (medians of interleaved rounds),
 # then the ratios the issue's goals are stated in (and, with snapSIZE modes,
-# deferred with user stack snapshots, issue 19 section 6). The workload is a static C
+# deferred with user stack snapshots). The workload is a static C
 # program with frame pointers (bench/kernel/kbench.c) making getppid through a raw
 # `syscall` instruction; the events are raw_syscalls:sys_enter (1), + sys_exit (2),
 # + syscalls:sys_{enter,exit}_getppid (4), + 4 event probes on those (8), top

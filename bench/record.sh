@@ -1,6 +1,6 @@
 #!/bin/bash
-# bench/record.sh: the cost of `tracer-cli record` against `trace-cmd record`
-# (issue 9 section 5), measured in a guest where both can run.
+# bench/record.sh: the cost of `tracer-cli record` against `trace-cmd record`,
+# measured in a guest where both can run.
 #
 # Boots the benchmark kernel (kernel-patch/build.sh --config bench: no debug
 # options) under QEMU TCG with -icount (guest time = guest instructions, so the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# bench/symbols.sh: what the (file, offset) symbol cache saves (issue 10 §5),
+# bench/symbols.sh: what the (file, offset) symbol cache saves,
 # and the TUI's first frame on about 1M events, in one run, release build.
 #
 #   1. a trace of 250,000 deferred user stacks of 4 frames (1M frames) drawn

@@ -526,7 +526,7 @@ checkpatch)
 	[ -f "$PRISTINE/scripts/checkpatch.pl" ] || die "no pristine tree yet: run build.sh --prereqs"
 	bad=0
 	while read -r p; do
-		# the gate (issue 3): 0 errors and 0 warnings; --strict CHECKs are shown too.
+		# the gate: 0 errors and 0 warnings; --strict CHECKs are shown too.
 		# FILE_PATH_CHANGES ("does MAINTAINERS need updating?") is left out: it fires for
 		# every new file, also under directories MAINTAINERS already covers (kernel/unwind/,
 		# kernel/trace/), where adding entries would be wrong. UNKNOWN_COMMIT_ID too: the

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kbench: the workload of bench/kernel.sh (issue 11 section 7), run in the
+ * kbench: the workload of bench/kernel.sh, run in the
  * benchmark guest. Static, non-PIE, frame pointers everywhere, so that the
  * kernel's user unwinders (synchronous userstacktrace and the deferred one)
  * walk exactly DEPTH frames.

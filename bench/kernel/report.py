@@ -4,8 +4,8 @@
 usage: report.py DATA_LOG N
 
 Medians over the rounds of ns per kernel entry and ring-buffer bytes per entry,
-then the ratios issue 11 section 7 states its goals in; with snapshot modes
-(snapSIZE), their table against deferred and sync (issue 19 section 6). With
+then the ratios of deferred to synchronous stacks; with snapshot modes
+(snapSIZE), their table against deferred and sync. With
 profile lines (P), the function profiler's table instead.
 """
 import re
@@ -91,7 +91,7 @@ def bench_tables(runs, frames, n):
                 row.append(f"{ns[k]:.0f} / {by[k]:.0f} B" if k in ns else "-")
             out.append("| " + " | ".join(row) + " |")
     out.append("")
-    out.append("Goals of issue 11 section 7, as ratios of the medians above (deferred / sync):")
+    out.append("Ratios of the medians above (deferred / sync):")
     out.append("")
     out.append("| depth | events | (a) ns per entry | added ns over events only | "
                "(b) ns per delivered frame, sync / deferred | (b) ratio | (c) bytes per entry |")
@@ -152,7 +152,7 @@ def snap_tables(runs, snaplen, n):
         return ", ".join(str(x) for x, _ in c.most_common(2)) if c else "?"
 
     out = ["", "User stack snapshots (user_stack_snapshot_size) on top of deferred: ns / bytes "
-           "per kernel entry, and the ratios of issue 19 section 6", "",
+           "per kernel entry, and their ratios", "",
            "| depth | events | snapshot size | bytes per snapshot | + deferred | + deferred + snapshot "
            "| added ns / bytes | / deferred: ns, bytes | / sync: ns, bytes |",
            "|---|---|---|---|---|---|---|---|---|"]

@@ -1,6 +1,6 @@
 #!/bin/bash
 # kernel-patch/compile-fail/run.sh: the compile-fail tests of the kernel's
-# Rust abstractions (issue 18 section 3). Kernel doctests cannot expect a
+# Rust abstractions. Kernel doctests cannot expect a
 # failure, so the misuse examples of kernel::unwind are files here, each
 # with a "// expect: E0NNN" (or "// expect: ok") line, compiled against the
 # built kernel crate with exactly the rustc command kbuild used for the

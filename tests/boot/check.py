@@ -367,7 +367,7 @@ def case_option_raw(ctx, files):
     # every traced event of the task is followed by its cookie event, except once the
     # task is exiting: do_exit() sets PF_EXITING before its last switches (blocking in
     # exit_mm()/exit_files(), preempted, and the zombie's final one), and the unwinder
-    # refuses requests from then on (issue 11 section 4). The case traces the
+    # refuses requests from then on. The case traces the
     # exit_group entry so the data shows where that starts; a recording without it
     # still exempts the zombie's final switch.
     exiting = exiting_events(mine)
@@ -1211,7 +1211,7 @@ def build_id(path):
 
 
 def case_maps_exit(ctx, files):
-    """Issue 11 section 6: mapping records symbolize a process gone before the read."""
+    """Mapping records symbolize a process gone before the read."""
     got = {}
     for run in ("on", "off"):
         for step in ("start", "extract"):
@@ -1522,7 +1522,7 @@ def case_fanout(ctx, files):
     t = truth(files, "truth-stress.txt")
     pairs, stacks, cookies, _ = exact_instance(ctx, files, "keep")
     # The cost of an rmdir of an instance whose deferred stacks are in use
-    # (issue 18 section 5): measured, not judged (TCG, 10 ms uptime ticks).
+    # (rmdir must not wait for I/O): measured, not judged (TCG, 10 ms uptime ticks).
     waits = sorted(float(b) - float(a) for a, b in
                    (ln.split() for ln in files.get("rmdir-times.txt", b"").decode().splitlines()
                     if len(ln.split()) == 2))

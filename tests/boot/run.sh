@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/boot/run.sh: the kernel CI boot tests (issue 4), one command.
+# tests/boot/run.sh: the kernel CI boot tests, one command.
 #
 #   1. builds the patched kernel (kernel-patch/build.sh, cached under $USTACK_CACHE);
 #   2. builds the guest userspace: tests/boot/progs (static, frame pointers),

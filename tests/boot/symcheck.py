@@ -1,4 +1,4 @@
-"""Judge of boot case 13 (issue 10 ground truth with deferred user stacks).
+"""Judge of boot case 13 (symbolization ground truth with deferred user stacks).
 
 The guest runs the ground-truth programs of tracer-cli/tests/gt (static,
 frame pointers) under `tracer-cli record --user-stacks deferred`; each

@@ -810,7 +810,7 @@ fn sigterm_stops_record_cleanly_and_restores() {
     stopped_by(nix::sys::signal::Signal::SIGTERM, "sigterm");
 }
 
-/// Issue 11 section 8: `sigterm_stops_record_cleanly_and_restores` failed once
+/// `sigterm_stops_record_cleanly_and_restores` failed once
 /// with "top not restored after SIGTERM: tracing_on 1 -> 0": trace-cmd 3.1.6's
 /// `extract -B`, run by another test of this binary at the same time, resets
 /// the top instance. This repeats the signal case while a thread keeps

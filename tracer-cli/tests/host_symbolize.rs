@@ -1,4 +1,4 @@
-//! Ground truth for user-stack symbolization on the host (issue 10): real
+//! Ground truth for user-stack symbolization on the host: real
 //! programs recorded with stock sync user stacks, every frame of their
 //! stacks checked against `nm` of the mapped file at the address the
 //! program's own `/proc/self/maps` gives (written by the program, see

@@ -6,7 +6,7 @@
 //! `current_tracer`, clears `set_ftrace_pid` and the top buffer (seen with
 //! `strace -e openat,write`). A test that compares the top's settings before
 //! and after its own work therefore fails whenever an extract runs in between
-//! (issue 11 section 8: "top not restored after SIGTERM: tracing_on 1 -> 0"),
+//! (a run once left "top not restored after SIGTERM: tracing_on 1 -> 0"),
 //! and each extract left the host's top with `tracing_on` at 0.
 //!
 //! So: every `trace-cmd extract` of the tests goes through [`trace_cmd_extract`],

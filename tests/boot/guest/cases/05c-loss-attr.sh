@@ -1,5 +1,5 @@
 # timeout: 240
-# Page cookies keep attribution exact through losses (issue 11 section 7): a tiny
+# Page cookies keep attribution exact through losses: a tiny
 # buffer and the flood program (N x: getpid, then a marker), in overwrite mode read
 # after the run (whole pages overwritten), and in producer mode (overwrite off)
 # read slowly while it runs (events dropped between pages, pages read while they

@@ -1,5 +1,5 @@
 # timeout: 150
-# Issue 11 section 6: the kernel's mapping records (userstacktrace_maps) symbolize
+# The kernel's mapping records (userstacktrace_maps) symbolize
 # a process that exited before the trace was read: tracer-cli start, the program
 # (which saves its /proc/self/maps first), exit, extract. No /proc, no ptrace maps.
 # A second run with the option off is the control: its frames must stay bare.

@@ -1,5 +1,5 @@
 # timeout: 1200
-# Issue 10 ground truth in the guest, with deferred user stacks: programs
+# Symbolization ground truth in the guest, with deferred user stacks: programs
 # with threads that start at once, fork without exec, fork+exec, exec of
 # another non-PIE program over a forked child, short-lived processes, a
 # static PIE, and processes the recorder did not start (the whole system

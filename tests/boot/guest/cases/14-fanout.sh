@@ -1,5 +1,5 @@
 # timeout: 450
-# One tracing-wide unwind work, fanned out to instances (issue 11 section 2).
+# One tracing-wide unwind work, fanned out to instances.
 # Part 1: 100 instances with userstacktrace_delay on at once, instance i tracing
 # only the system calls of its own worker process i: every instance must hold
 # exactly its own cookies and stacks (host: check.py case_fanout).

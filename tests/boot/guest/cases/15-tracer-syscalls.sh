@@ -1,5 +1,5 @@
 # timeout: 90
-# The user_unwind tracer (issue 11 section 5): with a pid filter, one
+# The user_unwind tracer: with a pid filter, one
 # user_unwind_syscall entry per system call entry of the filtered task, each
 # with a cookie of its own and one user_unwind_stack. The task is a subshell
 # that publishes its pid, waits on a fifo and then execs `ustest chain 20`
