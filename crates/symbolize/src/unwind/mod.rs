@@ -25,7 +25,7 @@ mod module;
 mod rule;
 pub mod walk;
 
-pub use walk::{vdso_of_this_kernel, End, Frame, Unwinder, Unwound, Via};
+pub use walk::{vdso_of_this_kernel, End, Unwinder, Unwound, UnwoundFrame, Via};
 
 /// The default snapshot size (bytes) of `--user-stacks deferred`: enough
 /// for the CFI of a frameless libc wrapper to find its caller, so that

@@ -82,7 +82,7 @@ impl End {
 
 /// One frame of an unwound stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Frame {
+pub struct UnwoundFrame {
     /// The address: the instruction pointer for the first frame (and for
     /// the frame a signal interrupted), a return address for the others.
     pub addr: u64,
@@ -97,7 +97,7 @@ pub struct Frame {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Unwound {
     /// Innermost first.
-    pub frames: Vec<Frame>,
+    pub frames: Vec<UnwoundFrame>,
     /// Why it ends.
     pub end: End,
     /// Index of the first frame the CFI walk did not find (where the
@@ -215,7 +215,7 @@ impl Unwinder {
         regs[usize::from(RSP)] = Some(snap.sp);
         regs[usize::from(RBP)] = Some(snap.bp);
         regs[usize::from(RIP)] = Some(snap.ip);
-        let mut frames = vec![Frame {
+        let mut frames = vec![UnwoundFrame {
             addr: snap.ip,
             via: Via::Ip,
             exact: true,
@@ -249,7 +249,7 @@ impl Unwinder {
                     }
                     regs = n;
                     exact = signal;
-                    frames.push(Frame {
+                    frames.push(UnwoundFrame {
                         addr: ra,
                         via: Via::Cfi,
                         exact,
@@ -372,7 +372,7 @@ impl Unwinder {
         regs: &Regs,
         snap: &Snapshot<'_>,
         kernel: &[u64],
-        frames: &mut Vec<Frame>,
+        frames: &mut Vec<UnwoundFrame>,
         hits: &mut Vec<Hit>,
         find: &mut impl FnMut(u64) -> Option<Mapping<'m>>,
         otherwise: End,
@@ -431,7 +431,7 @@ impl Unwinder {
                     }
                 }
             }
-            frames.push(Frame {
+            frames.push(UnwoundFrame {
                 addr: a,
                 via: Via::Kernel,
                 exact: false,
