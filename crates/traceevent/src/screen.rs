@@ -115,6 +115,7 @@ fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
             unsafe_division(&tokenize(args), fields)
         })
         .or_else(|| foreign_member(&toks))
+        .or_else(|| grammar::refusal(&toks))
 }
 
 fn is_print_fmt_line(trimmed: &str) -> bool {
@@ -662,5 +663,6 @@ fn unsafe_division(toks: &[Tok<'_>], fields: &[Field]) -> Option<String> {
     None
 }
 
+mod grammar;
 #[cfg(test)]
 mod tests;

@@ -349,3 +349,53 @@ fn fields_that_do_not_parse_or_lie_far_away_are_refused_whole() {
     };
     assert!(why.contains("bad offset"), "{why}");
 }
+
+#[test]
+fn shapes_kernels_write_pass_the_grammar() {
+    for ok in [
+        r#""x=%lu", (unsigned long)REC->value"#,
+        r#""p=%p", (void *)(long)REC->value"#,
+        r#""b=%d", (int)(REC->value & 0x3) << 2"#,
+        r#""s=%s", REC->value ? "yes" : "no""#,
+        r#""s=%s", __print_symbolic(REC->value, { 0, "zero" }, { 1, "one" })"#,
+        r#""f=%s", __print_flags(REC->value, "|", { 1, "A" }, { 2, "B" },)"#,
+        r#""a=%c", "abcd"[REC->value & 3]"#,
+        r#""n=%zu", sizeof(struct foo *) + sizeof REC->value"#,
+        r#""v=%d", ({ int __v = REC->value; __v > 0 ? __v : -__v; })"#,
+        r#""m=%d", !REC->value && ~REC->common_pid || -1 >= 2"#,
+        r#""%s" "%d", "a" "b", (REC)->value"#,
+    ] {
+        assert_eq!(verdict(ok), Ok(()), "{ok}");
+    }
+}
+
+#[test]
+fn shapes_no_kernel_writes_are_refused_by_the_grammar() {
+    refused(
+        r#""x=%d", REC->value REC->common_pid"#,
+        "'REC' where a kernel's print fmt has none",
+    );
+    refused(r#""x=%d", REC->value +"#, "a print fmt that ends too early");
+    refused(
+        r#""x=%d",, REC->value"#,
+        "',' where a kernel's print fmt has none",
+    );
+    refused(
+        r#"REC->value, "x=%d""#,
+        "'REC' where a kernel's print fmt has none",
+    );
+    refused(
+        r#""x=%d", (REC->value)(1)"#,
+        "'(' where a kernel's print fmt has none",
+    );
+    refused(
+        r#""x=%d", REC->value ? 1"#,
+        "a print fmt that ends too early",
+    );
+    refused(r#""x=%d", f(1 2)"#, "no operator between '1' and '2'");
+    refused(
+        r#""x=%d", REC->value < > 1"#,
+        "'>' where a kernel's print fmt has none",
+    );
+    prints_raw(r#""x=%d", REC->value REC->common_pid"#);
+}
