@@ -229,6 +229,10 @@ struct PerTask {
     first_user_frames: Vec<u64>,
 }
 
+/// `record` of a program whose system calls are known, checked call by
+/// call, stack by stack. One long function (about 160 lines) on purpose:
+/// every check reads the same recording, which each split-off test would
+/// have to make again.
 #[test]
 #[ignore = "needs root and tracefs"]
 fn record_counts_every_syscall_of_a_program_with_stacks() {

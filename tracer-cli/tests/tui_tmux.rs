@@ -153,6 +153,9 @@ fn trace(dir: &Path) -> PathBuf {
     p
 }
 
+/// The TUI in a real terminal, driven key by key through its tabs,
+/// filters, search and help. One long function (about 150 lines) on
+/// purpose: each step starts from the screen the step before left.
 #[test]
 fn tui_in_tmux() {
     if !have_tmux() {
