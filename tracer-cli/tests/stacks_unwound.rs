@@ -16,8 +16,16 @@ use ustack_testdata::TraceBuilder;
 /// Writes the captures as a trace: per capture a sys_enter, its cookie,
 /// the snapshot and the kernel's frame-pointer walk.
 fn trace_of(caps: &[Capture], path: &std::path::Path, snapshots: bool) {
+    trace_of_kernel(caps, path, snapshots, None);
+}
+
+/// [`trace_of`], recorded on the kernel whose uname is `uname`.
+fn trace_of_kernel(caps: &[Capture], path: &std::path::Path, snapshots: bool, uname: Option<&str>) {
     let mut t = TraceBuilder::new(1);
     t.page_size(65536);
+    if let Some(u) = uname {
+        t.uname(u);
+    }
     let maps = &caps[0].maps;
     let threads: Vec<u32> = caps.iter().map(|c| c.tid as u32).collect();
     t.procmap(
@@ -132,4 +140,60 @@ fn a_cut_stack_is_marked_in_stacks_and_json() {
         caps.len(),
         "{text}"
     );
+}
+
+/// A system call made by the vDSO (clock_gettime of a clock it has no
+/// fast path for), in a trace of another kernel, as a guest's trace read
+/// on the host is: without that kernel's vDSO the stack is cut right
+/// after the vDSO frame; with it installed under `--symfs` (where `make
+/// vdso_install` puts it) the vDSO frame is named and the rest of the
+/// stack is exact.
+#[test]
+fn vdso_frames_of_another_kernel_come_from_its_vdso_under_symfs() {
+    let (dir, caps) = traced_o2("vdso", 60000);
+    assert_eq!(caps.len(), 2);
+    let file = dir.path().join("vdso.dat");
+    let release = "0.0.0-ustack-vdso-test";
+    let uname = format!("Linux guest {release} #1 SMP PREEMPT_DYNAMIC x86_64");
+    trace_of_kernel(&caps, &file, true, Some(&uname));
+    for g in groups(&file) {
+        let us = &g["user_stack"];
+        assert_eq!(us["cut"]["at"], 1, "{g}");
+        assert_eq!(us["frames"][0]["object"], "[vdso]", "{g}");
+    }
+
+    let root = dir.path().join("symfs");
+    let installed = root.join(format!("lib/modules/{release}/vdso"));
+    std::fs::create_dir_all(&installed).unwrap();
+    let image = ustack_symbolize::procfs::own_vdso().expect("this process's vDSO");
+    std::fs::write(installed.join("vdso64.so"), image).unwrap();
+    let out = common::report_ok(
+        &["--stacks", "--json", "--symfs", root.to_str().unwrap()],
+        &file,
+    );
+    let v: Value = serde_json::from_str(&out).expect("report --json is JSON");
+    let gs = v["groups"].as_array().expect("groups");
+    assert_eq!(gs.len(), caps.len());
+    for (g, c) in gs.iter().zip(&caps) {
+        let us = &g["user_stack"];
+        assert!(us.get("cut").is_none(), "complete: {g}");
+        let frames = us["frames"].as_array().unwrap();
+        assert_eq!(frames[0]["object"], "[vdso]", "{g}");
+        let name = frames[0]["symbol"]
+            .as_str()
+            .expect("the vDSO frame is named");
+        assert!(name.contains("clock_gettime"), "{name}");
+        eprintln!("vDSO frame {name}, then {} frames", frames.len() - 1);
+        assert!(frames[1..].iter().all(|f| f["via"] == "cfi"), "{g}");
+        let k = frames
+            .iter()
+            .position(|f| {
+                f["symbol"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("work_vdso"))
+            })
+            .expect("work_vdso in the stack");
+        let rest: Vec<u64> = frames[k + 1..].iter().map(addr).collect();
+        assert_eq!(rest, c.truth[1..], "{g}");
+    }
 }

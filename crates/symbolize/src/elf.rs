@@ -117,13 +117,7 @@ impl ElfSymbols {
     pub(crate) fn load(path: &Path, root: Option<&Path>) -> Option<Self> {
         let (opened, map) = open_file(path, root)?;
         let file = object::File::parse(map.bytes()).ok()?;
-        let segments = file
-            .segments()
-            .map(|s| {
-                let (off, size) = s.file_range();
-                (off, size, s.address())
-            })
-            .collect();
+        let segments = segments_of(&file);
         let mut syms = collect_syms(&file);
         let mut dwarf_path = has_dwarf(&file).then_some(opened);
         if file.section_by_name(".symtab").is_none() || dwarf_path.is_none() {
@@ -144,6 +138,17 @@ impl ElfSymbols {
             segments,
             syms,
             dwarf,
+        })
+    }
+
+    /// The symbols of an ELF image in memory (the running kernel's vDSO):
+    /// no separate debug file, no line tables.
+    pub(crate) fn from_image(image: &[u8]) -> Option<Self> {
+        let file = object::File::parse(image).ok()?;
+        Some(ElfSymbols {
+            segments: segments_of(&file),
+            syms: collect_syms(&file),
+            dwarf: None,
         })
     }
 
@@ -177,6 +182,16 @@ impl ElfSymbols {
         // Size 0 symbols (hand-written asm) cover up to the next symbol.
         (size == &0 || vaddr < a.saturating_add(*size)).then_some((name.as_str(), vaddr - a))
     }
+}
+
+/// (file offset, file size, vaddr) of each `PT_LOAD` of `file`.
+fn segments_of(file: &object::File<'_>) -> Vec<(u64, u64, u64)> {
+    file.segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (off, size, s.address())
+        })
+        .collect()
 }
 
 /// True when the file has line tables of a loadable size.

@@ -10,6 +10,10 @@
 //!   debug file found by build id or `.gnu_debuglink`, else `.dynsym`), and
 //!   `file:line` from DWARF when there is any.
 //!
+//! * Frames in `[vdso]` go through the traced kernel's vDSO image
+//!   ([`vdso`]: this process's own, or the one installed for the trace's
+//!   kernel release).
+//!
 //! Each ELF file is loaded once, on the first address that falls into it,
 //! and each resolved (file, offset) is cached, so a million frames from a
 //! few thousand distinct addresses cost a few thousand lookups. Only
@@ -26,6 +30,7 @@ pub mod kallsyms;
 pub mod procfs;
 pub mod spaces;
 pub mod unwind;
+pub mod vdso;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -78,8 +83,10 @@ pub struct Symbolizer {
     no_cache: bool,
     /// Unwinds stack snapshots (made on first use, with `root`).
     unwinder: Option<unwind::Unwinder>,
-    /// The uname of the traced system (for its vDSO, when it is this one).
+    /// The uname of the traced system (for its vDSO).
     uname: Option<String>,
+    /// The traced kernel's vDSO ([`vdso::find`]), looked for once.
+    vdso: Option<Option<vdso::Vdso>>,
 }
 
 impl Symbolizer {
@@ -108,8 +115,8 @@ impl Symbolizer {
     }
 
     /// Tells the uname of the traced system (the UNAME a trace file
-    /// saves): when it is the running kernel, frames in `[vdso]` are
-    /// unwound with this process's own vDSO.
+    /// saves): frames in `[vdso]` are unwound and named with that kernel's
+    /// vDSO, when [`vdso::find`] finds it.
     pub fn with_uname(mut self, uname: Option<String>) -> Self {
         self.uname = uname;
         self
@@ -164,8 +171,8 @@ impl Symbolizer {
         if self.live && !self.spaces.has(pid) && self.live_read.insert(pid) {
             self.read_live(pid);
         }
-        let m = match self.spaces.find_at(pid, ts, addr) {
-            Ok(m) => m,
+        let (start, path) = match self.spaces.find_at(pid, ts, addr) {
+            Ok(m) => (m.start, m.path.clone()),
             Err(why) => {
                 let mut f = Frame::unknown(addr);
                 if why == Unresolved::Anonymous {
@@ -174,25 +181,32 @@ impl Symbolizer {
                 return (f, Some(why));
             }
         };
-        if !m.path.starts_with('/') {
-            // [vdso], [heap], [stack]: no file to read; the offset in the
-            // mapping still tells vdso functions apart.
+        let vdso = path == "[vdso]" && self.vdso().is_some();
+        if !path.starts_with('/') && !vdso {
+            // [vdso] of an unknown kernel, [heap], [stack]: no file to
+            // read; the offset in the mapping still tells vdso functions
+            // apart.
             let mut f = Frame::unknown(addr);
-            f.object = Some(m.path.clone());
-            f.file_offset = Some(addr - m.start);
+            f.object = Some(path);
+            f.file_offset = Some(addr - start);
             return (f, Some(Unresolved::Special));
         }
-        let look = if return_addr && addr > m.start {
+        let look = if return_addr && addr > start {
             addr - 1
         } else {
             addr
         };
-        let base_off = look - m.start;
-        let path = m.path.clone();
+        let base_off = look - start;
         let file = match self.files.get(&path) {
             Some(&i) => i,
             None => {
-                let e = ElfSymbols::load(Path::new(&path), self.root.as_deref());
+                let e = match self.vdso.as_ref().and_then(Option::as_ref) {
+                    Some(v) if vdso => match &v.file {
+                        Some(file) => ElfSymbols::load(file, None),
+                        None => ElfSymbols::from_image(&v.image),
+                    },
+                    _ => ElfSymbols::load(Path::new(&path), self.root.as_deref()),
+                };
                 self.elves.push(e);
                 self.files.insert(path.clone(), self.elves.len() - 1);
                 self.elves.len() - 1
@@ -226,6 +240,14 @@ impl Symbolizer {
         (frame, r.miss)
     }
 
+    /// The traced kernel's vDSO, looked for on the first call.
+    fn vdso(&mut self) -> Option<&vdso::Vdso> {
+        let (uname, root) = (&self.uname, &self.root);
+        self.vdso
+            .get_or_insert_with(|| vdso::find(uname.as_deref()?, root.as_deref()))
+            .as_ref()
+    }
+
     /// The user stack of task `pid` unwound from the kernel's snapshot of
     /// it at trace time `ts` (see [`unwind`]), with `kernel` the kernel's
     /// own walk of the same stack, symbolized. Each frame says how it was
@@ -243,10 +265,14 @@ impl Symbolizer {
         if self.live && !self.spaces.has(tid) && self.live_read.insert(tid) {
             self.read_live(tid);
         }
-        let (root, uname) = (&self.root, &self.uname);
+        let image = match self.unwinder {
+            None => self.vdso().map(|v| v.image.clone()),
+            Some(_) => None,
+        };
+        let root = &self.root;
         let unwinder = self.unwinder.get_or_insert_with(|| {
             let u = unwind::Unwinder::new(root.clone());
-            match uname.as_deref().and_then(unwind::vdso_of_this_kernel) {
+            match image {
                 Some(image) => u.with_vdso(image),
                 None => u,
             }

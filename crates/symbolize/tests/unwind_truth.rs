@@ -212,8 +212,8 @@ fn through_the_vdso() {
     let bin = truth_c(&dir, &["-fomit-frame-pointer"]);
     let caps = run_traced(&[&bin, "vdso"], WHOLE);
     assert_eq!(caps.len(), 2);
-    let vdso = ustack_symbolize::unwind::vdso_of_this_kernel(&this_uname()).expect("own vDSO");
-    assert!(ustack_symbolize::unwind::vdso_of_this_kernel("Linux host 0.0 #1 x86_64").is_none());
+    let vdso = ustack_symbolize::vdso::of_running_kernel(&this_uname()).expect("own vDSO");
+    assert!(ustack_symbolize::vdso::of_running_kernel("Linux host 0.0 #1 x86_64").is_none());
     let mut u = Unwinder::new(None).with_vdso(vdso);
     let mut without = Unwinder::new(None);
     for c in &caps {

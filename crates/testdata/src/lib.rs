@@ -172,6 +172,8 @@ pub struct TraceBuilder {
     /// Formats beyond [`ftrace_formats`] (added by the records that need
     /// them, so that other files stay as they were).
     extra_formats: Vec<Vec<u8>>,
+    /// The UNAME option (none by default).
+    uname: Option<String>,
 }
 
 /// The format of `ftrace:user_unwind_stack_snapshot`: a stack entry with
@@ -219,7 +221,15 @@ impl TraceBuilder {
             page_size: 4096,
             stats: Vec::new(),
             extra_formats: Vec::new(),
+            uname: None,
         }
+    }
+
+    /// Saves `text` as the traced system's uname
+    /// (`sysname nodename release version machine`).
+    pub fn uname(&mut self, text: &str) -> &mut Self {
+        self.uname = Some(text.to_string());
+        self
     }
 
     /// Saves `text` as the per-CPU stats of `cpu` (the CPUSTAT option).
@@ -537,6 +547,7 @@ impl TraceBuilder {
             cmdlines: cmdlines.into_bytes(),
             cpu_count: self.cpus.len() as u32,
             procmaps: self.procmaps.clone(),
+            uname: self.uname.clone(),
             ..Default::default()
         };
         let buffers = [BufferData {

@@ -25,7 +25,7 @@ mod module;
 mod rule;
 pub mod walk;
 
-pub use walk::{vdso_of_this_kernel, End, Unwinder, Unwound, UnwoundFrame, Via};
+pub use walk::{End, Unwinder, Unwound, UnwoundFrame, Via};
 
 /// The default snapshot size (bytes) of `--user-stacks deferred`: enough
 /// for the CFI of a frameless libc wrapper to find its caller, so that

@@ -108,25 +108,6 @@ pub struct Unwound {
 /// Most frames of one stack.
 pub const MAX_FRAMES: usize = 1024;
 
-/// The vDSO image of the running kernel, read from this process's own
-/// `[vdso]` mapping; `None` when the kernel is not `uname` (the
-/// `sysname nodename release version machine` text a trace file saves):
-/// another kernel's vDSO would give wrong frames.
-pub fn vdso_of_this_kernel(uname: &str) -> Option<Vec<u8>> {
-    let read = |what: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{what}")).ok();
-    let (release, version) = (read("osrelease")?, read("version")?);
-    let (release, version) = (release.trim(), version.trim());
-    let mut f = uname.split(' ');
-    // sysname nodename release version... (the version has spaces)
-    let _ = (f.next(), f.next());
-    let rest: Vec<&str> = f.collect();
-    let want = format!("{release} {version}");
-    if !rest.join(" ").starts_with(&want) {
-        return None;
-    }
-    crate::procfs::own_vdso()
-}
-
 /// A multiplicative hasher for the rule cache's integer keys.
 #[derive(Default)]
 struct IntHasher(u64);
@@ -195,7 +176,7 @@ impl Unwinder {
     }
 
     /// Unwinds frames in `[vdso]` with `image`, the vDSO of the kernel
-    /// the trace was recorded on (see [`vdso_of_this_kernel`]).
+    /// the trace was recorded on (see [`crate::vdso`]).
     pub fn with_vdso(mut self, image: Vec<u8>) -> Self {
         self.vdso = Some(image);
         self
