@@ -26,6 +26,10 @@ fn cstring(b: &[u8]) -> CString {
     CString::new(&b[..end]).expect("no interior NUL after truncation")
 }
 
+/// Bytes of kallsyms text handed to libtraceevent at once (then up to the
+/// end of the line): see [`Tep::parse_kallsyms`].
+const KALLSYMS_PIECE: usize = 256 * 1024;
+
 /// The sections of a trace file that libtraceevent needs, as stored in the
 /// file (see [`Tep::load`]).
 #[derive(Debug, Clone, Copy)]
@@ -461,13 +465,32 @@ impl Tep {
         Ok(())
     }
 
-    /// Loads `/proc/kallsyms` text.
+    /// Loads `/proc/kallsyms` text (up to a NUL byte, if it has one).
+    ///
+    /// libtraceevent copies the text it is given whole before it splits it
+    /// into lines, and kallsyms is the largest section of a trace file (5
+    /// MiB and more): it is handed over in pieces of whole lines, so that
+    /// neither that copy nor a NUL-terminated one of ours holds the whole
+    /// text. Each line is registered on its own, so the functions are the
+    /// same, in the same order, as from one call.
     pub fn parse_kallsyms(&mut self, text: &[u8]) -> Result<(), TepError> {
-        let c = cstring(text);
-        // SAFETY: c is NUL-terminated and outlives the call.
-        let r = unsafe { tep_parse_kallsyms(self.h.tep, c.as_ptr()) };
-        if r != 0 {
-            return Err(TepError(format!("cannot parse kallsyms ({r})")));
+        let end = text.iter().position(|&c| c == 0).unwrap_or(text.len());
+        let mut rest = &text[..end];
+        while !rest.is_empty() {
+            let cut = match rest.get(KALLSYMS_PIECE..) {
+                None => rest.len(),
+                Some(after) => after
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(rest.len(), |i| KALLSYMS_PIECE + i + 1),
+            };
+            let piece = cstring(&rest[..cut]);
+            // SAFETY: piece is NUL-terminated and outlives the call.
+            let r = unsafe { tep_parse_kallsyms(self.h.tep, piece.as_ptr()) };
+            if r != 0 {
+                return Err(TepError(format!("cannot parse kallsyms ({r})")));
+            }
+            rest = &rest[cut..];
         }
         Ok(())
     }
@@ -655,6 +678,53 @@ pub fn plugin_add_option(name: &str, val: Option<&str>) -> Result<(), TepError> 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    #[test]
+    fn kallsyms_in_pieces_gives_the_functions_of_one_call() {
+        // Over two pieces, lines of every shape (modules, a line cut by
+        // nothing but its own newline at a piece boundary), and a NUL byte
+        // after which nothing counts.
+        let mut text = Vec::new();
+        let mut n = 0u64;
+        while text.len() < 2 * KALLSYMS_PIECE + 1000 {
+            let line = match n % 3 {
+                0 => format!(
+                    "{:016x} T function_number_{n}\n",
+                    0xffff_ffff_8100_0000 + n * 16
+                ),
+                1 => format!(
+                    "{:016x} t local_{n}\t[mod_{n}]\n",
+                    0xffff_ffff_8100_0000 + n * 16
+                ),
+                _ => format!("{:016x} W weak_{n}\n", 0xffff_ffff_8100_0000 + n * 16),
+            };
+            text.extend_from_slice(line.as_bytes());
+            n += 1;
+        }
+        text.extend_from_slice(b"\0ffffffff81ffffff T after_nul\n");
+        let mut pieces = Tep::new(8, 4096).unwrap();
+        pieces.parse_kallsyms(&text).unwrap();
+        let mut whole = Tep::new(8, 4096).unwrap();
+        let c = cstring(&text);
+        // SAFETY: c is NUL-terminated and outlives the call.
+        assert_eq!(unsafe { tep_parse_kallsyms(whole.h.tep, c.as_ptr()) }, 0);
+        let _ = &mut whole;
+        // libtraceevent bounds a function by the next one: the last line
+        // has no end, so it is not looked for.
+        for k in (0..n - 1).step_by(97).chain([0, 1, 2, n - 2]) {
+            let addr = 0xffff_ffff_8100_0000 + k * 16 + 4;
+            let got = pieces.find_function(addr);
+            assert_eq!(got, whole.find_function(addr), "at {addr:x} k {k}");
+            assert!(
+                got.as_ref().is_some_and(|f| f.ends_with(&format!("_{k}"))),
+                "at {addr:x}: {got:?}"
+            );
+        }
+        assert_eq!(
+            pieces.find_function(0xffff_ffff_81ff_ffff),
+            whole.find_function(0xffff_ffff_81ff_ffff)
+        );
+    }
 
     /// Common fields, then `int value` at offset 8; id 42 is `ev`
     /// (`value=%d`), 43 is `other`.
