@@ -158,8 +158,16 @@ pub fn records<'f>(
 /// A symbolizer over the kallsyms and PROCMAPS saved in `file`.
 pub fn symbolizer(file: &TraceFile) -> Symbolizer {
     let maps = AddressSpaces::new(file.proc_maps());
-    let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
-    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps).with_uname(file.uname())
+    Symbolizer::new(kallsyms_text(file), maps).with_uname(file.uname())
+}
+
+/// The kallsyms text of `file`, if it has any. It was checked when the
+/// file was opened; a file changed since gives no kernel symbols.
+fn kallsyms_text(file: &TraceFile) -> Option<String> {
+    let bytes = file.kallsyms().unwrap_or_default();
+    let text = String::from_utf8(bytes)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (!text.is_empty()).then_some(text)
 }
 
 /// Like [`symbolizer`] with files looked up under `root` (`--symfs`), and
@@ -181,8 +189,7 @@ pub fn symbolizer_for(file: &TraceFile, index: &Index, root: Option<PathBuf>) ->
     for p in index.mappings.timed_proc_maps_with(base) {
         maps.add(p);
     }
-    let kallsyms = String::from_utf8_lossy(file.kallsyms()).into_owned();
-    Symbolizer::new((!kallsyms.is_empty()).then_some(kallsyms), maps)
+    Symbolizer::new(kallsyms_text(file), maps)
         .with_root(root)
         .with_uname(file.uname())
 }

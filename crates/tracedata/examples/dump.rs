@@ -28,7 +28,7 @@ fn main() {
     println!(
         "formats {} kallsyms {} printk {} cmdlines {}",
         f.formats().len(),
-        f.kallsyms().len(),
+        f.kallsyms().map_or(0, |k| k.len()),
         f.printk_formats().len(),
         f.cmdlines().len()
     );

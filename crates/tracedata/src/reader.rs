@@ -45,7 +45,7 @@ pub use formats::Formats;
 use lazy::LazyData;
 pub use records::Records;
 use records::{CpuStream, Source};
-use sections::{text, Cur, Meta};
+use sections::{text, Cur, KallsymsAt, Meta};
 
 /// One element of the merged event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,7 +161,9 @@ pub struct TraceFile {
     header_event_text: Vec<u8>,
     header_page: HeaderPage,
     formats: Formats,
-    kallsyms: Vec<u8>,
+    kallsyms: KallsymsAt,
+    /// How version 7 sections are compressed (for [`TraceFile::kallsyms`]).
+    codec: Codec,
     printk_formats: Vec<u8>,
     cmdlines: Vec<u8>,
     cpu_count: u32,
@@ -233,6 +235,7 @@ impl TraceFile {
         let mut compression = None;
         let mut cpu_count = 0;
         let mut buffers = Vec::new();
+        let mut file_codec = Codec::None;
         if version == dat::VERSION_6 {
             Self::parse_v6(
                 &mut c,
@@ -256,6 +259,7 @@ impl TraceFile {
                 }
             };
             compression = Some((name, ver));
+            file_codec = codec;
             let first = c.u64()?;
             // The chunk tables of compressed data are read at open: their
             // pages (and, by the kernel's fault-around, their neighbours)
@@ -302,6 +306,7 @@ impl TraceFile {
             header_page,
             formats,
             kallsyms: meta.kallsyms,
+            codec: file_codec,
             printk_formats: meta.printk,
             cmdlines: meta.cmdlines,
             cpu_count,
@@ -377,9 +382,41 @@ impl TraceFile {
         &self.formats.event_texts
     }
 
-    /// Raw `/proc/kallsyms` contents.
-    pub fn kallsyms(&self) -> &[u8] {
-        &self.kallsyms
+    /// Raw `/proc/kallsyms` contents, read from the file at each call: it
+    /// is the largest metadata block, and its readers (libtraceevent, the
+    /// symbolizer) each need it once, so the file does not hold it. It was
+    /// checked at open: an error means that the file changed since.
+    pub fn kallsyms(&self) -> Result<Vec<u8>> {
+        const WHAT: &str = "KALLSYMS section";
+        match &self.kallsyms {
+            KallsymsAt::Absent => Ok(Vec::new()),
+            KallsymsAt::Range(r) => {
+                let b: &[u8] = &self.bytes;
+                let text = b
+                    .get(r.clone())
+                    .ok_or_else(|| Error::corrupt("kallsyms past the end of the file"))?
+                    .to_vec();
+                if let Bytes::Map(m) = &self.bytes {
+                    records::dont_need(m, r.start, r.len());
+                }
+                Ok(text)
+            }
+            KallsymsAt::Section(off) => {
+                let budget = crate::limits::Budget::of_machine();
+                let (_, mut body, pages) =
+                    v7::read_section(&self.bytes, self.codec, &budget, *off, WHAT)?;
+                if let Bytes::Map(m) = &self.bytes {
+                    records::dont_need(m, pages.start, pages.len());
+                }
+                let n = Cur::new(&body, *off, WHAT).u32()? as usize;
+                if body.len() - 4 < n {
+                    return Err(Error::corrupt("kallsyms runs past its section").context(WHAT));
+                }
+                body.truncate(4 + n);
+                body.drain(..4);
+                Ok(body)
+            }
+        }
     }
 
     /// Raw `printk_formats` contents.

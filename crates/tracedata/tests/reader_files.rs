@@ -394,7 +394,7 @@ fn v7_all_codecs_read_the_same_events() {
         assert_eq!(f.cpu_count(), 2);
         assert_eq!(f.page_size(), PAGE);
         assert_eq!(f.clock().as_deref(), Some("local"));
-        assert_eq!(f.kallsyms(), KALLSYMS.as_bytes());
+        assert_eq!(f.kallsyms().unwrap(), KALLSYMS.as_bytes());
         assert_eq!(f.cmdlines(), CMDLINES.as_bytes());
         assert_eq!(f.formats().len(), 2);
         assert_eq!(f.formats().by_id(5).unwrap().name, "print");

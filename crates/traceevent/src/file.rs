@@ -55,6 +55,9 @@ impl FileTep {
         flags: std::ffi::c_int,
         order: Option<&[u16]>,
     ) -> Result<(FileTep, Vec<TepError>), TepError> {
+        let kallsyms = file
+            .kallsyms()
+            .map_err(|e| TepError(format!("cannot read kallsyms: {e}")))?;
         let (tep, rejected) = Tep::load_with_flags(
             &TraceSections {
                 long_size: file.long_size(),
@@ -63,12 +66,13 @@ impl FileTep {
                 header_page: file.header_page_text(),
                 ftrace_formats: &[],
                 event_formats: &[],
-                kallsyms: file.kallsyms(),
+                kallsyms: &kallsyms,
                 printk_formats: file.printk_formats(),
                 cmdlines: file.cmdlines(),
             },
             flags,
         )?;
+        drop(kallsyms);
         let mut t = FileTep {
             tep,
             registered: vec![0; (1 << 16) / 64],

@@ -243,7 +243,7 @@ pub fn rewrite(src: &Path, out: &Path, instance: bool) {
                 formats: formats.clone(),
             })
             .collect(),
-        kallsyms: f.kallsyms().to_vec(),
+        kallsyms: f.kallsyms().unwrap(),
         printk_formats: f.printk_formats().to_vec(),
         cmdlines: f.cmdlines().to_vec(),
         cpu_count: f.cpu_count(),

@@ -6,7 +6,7 @@ use crate::limits::{self, Budget};
 /// Largest metadata section or chunk we agree to decompress (1 GiB).
 pub(super) const MAX_UNCOMPRESSED: usize = 1 << 30;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Codec {
     None,
     Zlib,

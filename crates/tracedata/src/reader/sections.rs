@@ -97,6 +97,21 @@ pub(super) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(&b[..end]).into_owned()
 }
 
+/// Where the kallsyms text of a file is. It is the largest metadata block
+/// (5 MiB and more) and only libtraceevent and the symbolizer read it,
+/// once each, so a file holds where it is, not the text
+/// ([`super::TraceFile::kallsyms`] reads it when asked).
+#[derive(Debug, Default, Clone)]
+pub(super) enum KallsymsAt {
+    /// The file has none.
+    #[default]
+    Absent,
+    /// Version 6: these bytes of the file.
+    Range(Range<usize>),
+    /// Version 7: the section at this offset (compressed or not).
+    Section(u64),
+}
+
 /// Result of parsing the metadata blocks (shared by v6 and v7).
 #[derive(Default)]
 pub(super) struct Meta {
@@ -104,7 +119,7 @@ pub(super) struct Meta {
     pub(super) header_event: Vec<u8>,
     pub(super) ftrace: Vec<Vec<u8>>,
     pub(super) events: Vec<(String, Vec<Vec<u8>>)>,
-    pub(super) kallsyms: Vec<u8>,
+    pub(super) kallsyms: KallsymsAt,
     pub(super) printk: Vec<u8>,
     pub(super) cmdlines: Vec<u8>,
 }

@@ -7,7 +7,7 @@ use super::codec::{decompress, Codec};
 use super::lazy::LazyData;
 use super::sections::{
     mapped_range, parse_cmdlines_section, parse_event_formats, parse_ftrace_events,
-    parse_header_info, parse_u32_blob, Cur, Meta,
+    parse_header_info, parse_u32_blob, Cur, KallsymsAt, Meta,
 };
 use super::{Buffer, CpuSection, DataRef, RawOption, TraceFile};
 use crate::dat::{self, option};
@@ -28,26 +28,12 @@ impl TraceFile {
         buffers: &mut Vec<Buffer>,
     ) -> Result<()> {
         let budget = Budget::of_machine();
-        // Read a section at `off`: returns (id, payload).
-        let section = |off: u64, what: &'static str| -> Result<(u16, Vec<u8>)> {
-            let mut c = Cur::new(b, 0, what);
-            c.seek(off)?;
-            let id = c.u16()?;
-            let flags = c.u16()?;
-            let _desc = c.u32()?;
-            let size = c.len_u64()?;
-            let payload = c.take(size)?;
-            if flags & dat::SECTION_FLAG_COMPRESSED != 0 {
-                let mut pc = Cur::new(payload, off + 16, what);
-                let csize = pc.u32()? as usize;
-                let usize_ = pc.u32()? as usize;
-                let data = pc.take(csize)?;
-                let out = decompress(codec, data, usize_, &budget)
-                    .map_err(|e| e.context(what).at(off))?;
-                Ok((id, out))
-            } else {
-                Ok((id, payload.to_vec()))
-            }
+        // Sections are copied out of the mapping (or decompressed): their
+        // pages are given back at once.
+        let section = |off: u64, what: &'static str| {
+            let (id, payload, pages) = read_section(b, codec, &budget, off, what)?;
+            release(pages);
+            Ok::<_, Error>((id, payload))
         };
         let mut next = first;
         let mut seen = Vec::new();
@@ -102,7 +88,11 @@ impl TraceFile {
                         option::HEADER_INFO => parse_header_info(&mut sc, m)?,
                         option::FTRACE_EVENTS => parse_ftrace_events(&mut sc, m)?,
                         option::EVENT_FORMATS => parse_event_formats(&mut sc, m)?,
-                        option::KALLSYMS => m.kallsyms = parse_u32_blob(&mut sc)?,
+                        option::KALLSYMS => {
+                            // Checked whole now, read again when asked.
+                            parse_u32_blob(&mut sc)?;
+                            m.kallsyms = KallsymsAt::Section(off);
+                        }
                         option::PRINTK => m.printk = parse_u32_blob(&mut sc)?,
                         _ => m.cmdlines = parse_cmdlines_section(&mut sc)?,
                     }
@@ -194,5 +184,35 @@ impl TraceFile {
             page_size: psize,
             cpus,
         })
+    }
+}
+
+/// Reads the section at `off` of file `b`: its id, its payload,
+/// decompressed (taken from `budget`) when the section is compressed, and
+/// the bytes of `b` it was read from.
+pub(super) fn read_section(
+    b: &[u8],
+    codec: Codec,
+    budget: &Budget,
+    off: u64,
+    what: &'static str,
+) -> Result<(u16, Vec<u8>, Range<usize>)> {
+    let mut c = Cur::new(b, 0, what);
+    c.seek(off)?;
+    let id = c.u16()?;
+    let flags = c.u16()?;
+    let _desc = c.u32()?;
+    let size = c.len_u64()?;
+    let payload = c.take(size)?;
+    let pages = off as usize..c.pos;
+    if flags & dat::SECTION_FLAG_COMPRESSED != 0 {
+        let mut pc = Cur::new(payload, off + 16, what);
+        let csize = pc.u32()? as usize;
+        let usize_ = pc.u32()? as usize;
+        let data = pc.take(csize)?;
+        let out = decompress(codec, data, usize_, budget).map_err(|e| e.context(what).at(off))?;
+        Ok((id, out, pages))
+    } else {
+        Ok((id, payload.to_vec(), pages))
     }
 }
