@@ -79,7 +79,28 @@ fn run(command: Command, sub: &clap::ArgMatches) -> anyhow::Result<()> {
     }
 }
 
+/// Keeps glibc's threshold for mapped allocations fixed. By default it
+/// rises to the size of each mapped block freed, up to 32 MiB, so that
+/// after the first large buffer (a decompressed kallsyms section, a page
+/// index) later ones of that size come from the heap, which keeps their
+/// pages after they are freed: peak memory grows by one large buffer for
+/// nothing, and `report` would hold more than trace-cmd on small files.
+fn fix_mmap_threshold() {
+    #[cfg(target_env = "gnu")]
+    {
+        /// Allocations of this size and more get their own mapping, given
+        /// back to the system when freed (glibc's default threshold).
+        const MMAP_THRESHOLD: libc::c_int = 128 * 1024;
+        // SAFETY: mallopt only changes allocator parameters; it is called
+        // before any other thread exists.
+        unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD);
+        }
+    }
+}
+
 fn main() {
+    fix_mmap_threshold();
     // The subcommand's matches stay available: they keep the order of the
     // options (which -f follows which -e).
     let matches = Cli::command().get_matches();
