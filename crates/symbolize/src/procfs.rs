@@ -1,8 +1,8 @@
 //! Everything the workspace reads about live processes from `/proc`: maps
-//! and names, thread groups, parents, exit state, the own vDSO. The
-//! recorder and the live views use this; trace files never do. The text
-//! of `/proc/PID/maps` is tracedata's format ([`ProcMap::from_proc_maps`]);
-//! the rest is parsed here.
+//! and names, thread groups, parents, exit state, the own vDSO and the
+//! running kernel's release. The recorder and the live views use this;
+//! trace files never do. The text of `/proc/PID/maps` is tracedata's
+//! format ([`ProcMap::from_proc_maps`]); the rest is parsed here.
 
 use std::io;
 
@@ -94,6 +94,14 @@ fn parse_stat(line: &str) -> Option<Stat> {
     let ppid = f.nth(1).and_then(|s| s.parse().ok());
     let flags = f.nth(4).and_then(|s| s.parse().ok());
     Some(Stat { ppid, flags })
+}
+
+/// The running kernel's release and version (`uname -r`, `uname -v`),
+/// from `/proc/sys/kernel`.
+pub fn running_kernel() -> Option<(String, String)> {
+    let read = |what: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{what}")).ok();
+    let (release, version) = (read("osrelease")?, read("version")?);
+    Some((release.trim().to_string(), version.trim().to_string()))
 }
 
 /// The bytes of this process's own `[vdso]` mapping (the running kernel's

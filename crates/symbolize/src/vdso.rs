@@ -59,9 +59,8 @@ pub fn find(uname: &str, root: Option<&Path>) -> Option<Vdso> {
 /// `[vdso]` mapping; `None` when the running kernel is not the one of
 /// `uname`: another kernel's vDSO would give wrong frames.
 pub fn of_running_kernel(uname: &str) -> Option<Vec<u8>> {
-    let read = |what: &str| std::fs::read_to_string(format!("/proc/sys/kernel/{what}")).ok();
-    let (release, version) = (read("osrelease")?, read("version")?);
-    let want = format!("{} {}", release.trim(), version.trim());
+    let (release, version) = crate::procfs::running_kernel()?;
+    let want = format!("{release} {version}");
     // sysname nodename release version... (the version has spaces)
     let rest: Vec<&str> = uname.split(' ').skip(2).collect();
     if !rest.join(" ").starts_with(&want) {
