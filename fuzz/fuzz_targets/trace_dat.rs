@@ -1,5 +1,6 @@
 //! The trace.dat reader on arbitrary bytes: open, then read everything a
-//! consumer reads (formats, stats, options, every record of every buffer).
+//! consumer reads (formats, stats, options, kallsyms, every record of every
+//! buffer).
 //! Any panic, abort, or allocation beyond libFuzzer's -rss_limit_mb fails.
 #![no_main]
 
@@ -13,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = f.formats().check();
     let _ = f.buffer_stats();
     let _ = (f.clock(), f.ts_offset(true), f.clock_counts_ns(), f.procmaps());
+    let _ = f.kallsyms();
     for b in f.buffers() {
         for it in f.records(b) {
             if let Ok(Item::Event(r)) = it {

@@ -109,7 +109,10 @@ impl<'a> Page<'a> {
         let flags = rd_long(page, hp.commit_offset, hp.commit_size)
             .ok_or_else(|| Error::corrupt(format!("page of {} bytes has no header", page.len())))?;
         let commit = flags & COMMIT_MASK;
-        let area = page.get(hp.data_offset..).unwrap_or(&[]);
+        // A data offset past the page leaves no data: an empty slice at the
+        // page's end (not a free-standing one), since readers locate the
+        // data by its address in the page.
+        let area = page.get(hp.data_offset..).unwrap_or(&page[page.len()..]);
         if commit as usize > area.len() {
             return Err(Error::corrupt(format!(
                 "page commit {commit} is larger than its data area of {} bytes",
@@ -447,6 +450,21 @@ mod tests {
             .events()
             .map(|r| r.map(|(t, d)| (t, d.to_vec())).unwrap())
             .collect()
+    }
+
+    #[test]
+    fn data_past_a_short_page_is_empty_at_its_end() {
+        // A header page whose data offset lies past the page: the empty
+        // data is located in the page (found by the trace_dat fuzzer).
+        let hp = HeaderPage {
+            data_offset: 64,
+            ..HP
+        };
+        let p = [0u8; 16];
+        let page = Page::new(&p, &hp).unwrap();
+        assert!(page.data().is_empty());
+        assert_eq!(page.data().as_ptr(), p[16..].as_ptr());
+        assert_eq!(page.events().count(), 0);
     }
 
     #[test]
