@@ -90,7 +90,8 @@ impl TraceFile {
                         option::EVENT_FORMATS => parse_event_formats(&mut sc, m)?,
                         option::KALLSYMS => {
                             // Checked whole now, read again when asked.
-                            parse_u32_blob(&mut sc)?;
+                            let n = sc.u32()? as usize;
+                            sc.take(n)?;
                             m.kallsyms = KallsymsAt::Section(off);
                         }
                         option::PRINTK => m.printk = parse_u32_blob(&mut sc)?,
