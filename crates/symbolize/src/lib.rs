@@ -9,7 +9,6 @@
 //!   through the ELF symbol tables ([`elf`](mod@elf): `.symtab`, a separate
 //!   debug file found by build id or `.gnu_debuglink`, else `.dynsym`), and
 //!   `file:line` from DWARF when there is any.
-//!
 //! * Frames in `[vdso]` go through the traced kernel's vDSO image
 //!   ([`vdso`]: this process's own, or the one installed for the trace's
 //!   kernel release).
