@@ -45,7 +45,7 @@ pub use formats::Formats;
 use lazy::LazyData;
 pub use records::Records;
 use records::{CpuStream, Source};
-use sections::{text, Cur, KallsymsAt, Meta};
+use sections::{skip_u32_blob, text, Cur, KallsymsAt, Meta};
 
 /// One element of the merged event stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,6 +138,16 @@ impl std::ops::Deref for Bytes {
         match self {
             Bytes::Map(m) => m,
             Bytes::Vec(v) => v,
+        }
+    }
+}
+
+impl Bytes {
+    /// Gives the pages of `r` back to the kernel, when mapped (see
+    /// [`records::dont_need`]); bytes in memory stay.
+    fn give_back(&self, r: Range<usize>) {
+        if let Bytes::Map(m) = self {
+            records::dont_need(m, r.start, r.len());
         }
     }
 }
@@ -264,11 +274,7 @@ impl TraceFile {
             // The chunk tables of compressed data are read at open: their
             // pages (and, by the kernel's fault-around, their neighbours)
             // are given back as the tables are read.
-            let release = |r: Range<usize>| {
-                if let Bytes::Map(m) = &bytes {
-                    records::dont_need(m, r.start, r.len());
-                }
-            };
+            let release = |r: Range<usize>| bytes.give_back(r);
             Self::parse_v7(
                 b,
                 &release,
@@ -396,24 +402,17 @@ impl TraceFile {
                     .get(r.clone())
                     .ok_or_else(|| Error::corrupt("kallsyms past the end of the file"))?
                     .to_vec();
-                if let Bytes::Map(m) = &self.bytes {
-                    records::dont_need(m, r.start, r.len());
-                }
+                self.bytes.give_back(r.clone());
                 Ok(text)
             }
             KallsymsAt::Section(off) => {
                 let budget = crate::limits::Budget::of_machine();
                 let (_, mut body, pages) =
                     v7::read_section(&self.bytes, self.codec, &budget, *off, WHAT)?;
-                if let Bytes::Map(m) = &self.bytes {
-                    records::dont_need(m, pages.start, pages.len());
-                }
-                let n = Cur::new(&body, *off, WHAT).u32()? as usize;
-                if body.len() - 4 < n {
-                    return Err(Error::corrupt("kallsyms runs past its section").context(WHAT));
-                }
-                body.truncate(4 + n);
-                body.drain(..4);
+                self.bytes.give_back(pages);
+                let text = skip_u32_blob(&mut Cur::new(&body, *off, WHAT))?;
+                body.truncate(text.end);
+                body.drain(..text.start);
                 Ok(body)
             }
         }
@@ -543,10 +542,9 @@ impl TraceFile {
     /// compressed data is decoded into; data decoded into memory, where no
     /// temporary file could be made, is not affected).
     pub fn release_cpu_data(&self, c: &CpuSection) {
-        match (&self.bytes, &c.data) {
-            (Bytes::Map(m), DataRef::Mapped(r)) => records::dont_need(m, r.start, r.len()),
-            (_, DataRef::Lazy(l)) => l.release(0..usize::MAX),
-            _ => {}
+        match &c.data {
+            DataRef::Mapped(r) => self.bytes.give_back(r.clone()),
+            DataRef::Lazy(l) => l.release(0..usize::MAX),
         }
     }
 
@@ -557,9 +555,8 @@ impl TraceFile {
                 let d = l.all(&self.bytes);
                 // The compressed frames are not read again: give their
                 // mapped file pages back once.
-                if let (Bytes::Map(m), true) = (&self.bytes, l.all_once()) {
-                    let r = l.extent();
-                    records::dont_need(m, r.start, r.len());
+                if l.all_once() {
+                    self.bytes.give_back(l.extent());
                 }
                 d
             }

@@ -163,8 +163,17 @@ pub(super) fn parse_event_formats(c: &mut Cur<'_>, m: &mut Meta) -> Result<()> {
 }
 
 pub(super) fn parse_u32_blob(c: &mut Cur<'_>) -> Result<Vec<u8>> {
+    let r = skip_u32_blob(c)?;
+    Ok(c.b[r].to_vec())
+}
+
+/// Moves `c` past a blob with a u32 length; returns where its bytes are
+/// in `c`'s slice.
+pub(super) fn skip_u32_blob(c: &mut Cur<'_>) -> Result<Range<usize>> {
     let n = c.u32()? as usize;
-    Ok(c.take(n)?.to_vec())
+    let start = c.pos;
+    c.take(n)?;
+    Ok(start..c.pos)
 }
 
 pub(super) fn parse_u64_blob(c: &mut Cur<'_>) -> Result<Vec<u8>> {

@@ -3,7 +3,7 @@
 
 use super::sections::{
     mapped_range, parse_event_formats, parse_ftrace_events, parse_header_info, parse_u32_blob,
-    parse_u64_blob, text, Cur, KallsymsAt, Meta,
+    parse_u64_blob, skip_u32_blob, text, Cur, KallsymsAt, Meta,
 };
 use super::{Buffer, CpuSection, DataRef, RawOption, TraceFile};
 use crate::clock::selected_clock;
@@ -27,10 +27,7 @@ impl TraceFile {
         c.what = "event formats";
         parse_event_formats(c, m)?;
         c.what = "kallsyms";
-        let n = c.u32()? as usize;
-        let start = c.pos;
-        c.take(n)?;
-        m.kallsyms = KallsymsAt::Range(start..start + n);
+        m.kallsyms = KallsymsAt::Range(skip_u32_blob(c)?);
         c.what = "printk formats";
         m.printk = parse_u32_blob(c)?;
         c.what = "saved cmdlines";

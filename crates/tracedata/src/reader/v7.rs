@@ -7,7 +7,7 @@ use super::codec::{decompress, Codec};
 use super::lazy::LazyData;
 use super::sections::{
     mapped_range, parse_cmdlines_section, parse_event_formats, parse_ftrace_events,
-    parse_header_info, parse_u32_blob, Cur, KallsymsAt, Meta,
+    parse_header_info, parse_u32_blob, skip_u32_blob, Cur, KallsymsAt, Meta,
 };
 use super::{Buffer, CpuSection, DataRef, RawOption, TraceFile};
 use crate::dat::{self, option};
@@ -90,8 +90,7 @@ impl TraceFile {
                         option::EVENT_FORMATS => parse_event_formats(&mut sc, m)?,
                         option::KALLSYMS => {
                             // Checked whole now, read again when asked.
-                            let n = sc.u32()? as usize;
-                            sc.take(n)?;
+                            skip_u32_blob(&mut sc)?;
                             m.kallsyms = KallsymsAt::Section(off);
                         }
                         option::PRINTK => m.printk = parse_u32_blob(&mut sc)?,
