@@ -199,12 +199,10 @@ impl Symbolizer {
         let file = match self.files.get(&path) {
             Some(&i) => i,
             None => {
-                let e = match self.vdso.as_ref().and_then(Option::as_ref) {
-                    Some(v) if vdso => match &v.file {
-                        Some(file) => ElfSymbols::load(file, None),
-                        None => ElfSymbols::from_image(&v.image),
-                    },
-                    _ => ElfSymbols::load(Path::new(&path), self.root.as_deref()),
+                let e = if vdso {
+                    self.vdso_symbols()
+                } else {
+                    ElfSymbols::load(Path::new(&path), self.root.as_deref())
                 };
                 self.elves.push(e);
                 self.files.insert(path.clone(), self.elves.len() - 1);
@@ -245,6 +243,16 @@ impl Symbolizer {
         self.vdso
             .get_or_insert_with(|| vdso::find(uname.as_deref()?, root.as_deref()))
             .as_ref()
+    }
+
+    /// The symbols of the traced kernel's vDSO: of its installed file
+    /// (with its line tables), or of the running kernel's image.
+    fn vdso_symbols(&mut self) -> Option<ElfSymbols> {
+        let v = self.vdso()?;
+        match &v.file {
+            Some(file) => ElfSymbols::load(file, None),
+            None => ElfSymbols::from_image(&v.image),
+        }
     }
 
     /// The user stack of task `pid` unwound from the kernel's snapshot of

@@ -88,13 +88,12 @@ mod tests {
         let uname = "Linux nowhere 0.0.0-not-installed #1 x86_64";
         assert!(of_running_kernel(uname).is_none());
         assert!(find(uname, None).is_none());
-        let root = std::env::temp_dir().join(format!("ustack-vdso-{}", std::process::id()));
-        let dir = root.join("lib/modules/0.0.0-not-installed/vdso");
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("lib/modules/0.0.0-not-installed/vdso");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("vdso64.so"), b"\x7fELF image").unwrap();
-        let v = find(uname, Some(&root)).expect("found under the sysroot");
+        let v = find(uname, Some(root.path())).expect("found under the sysroot");
         assert_eq!(v.image, b"\x7fELF image");
         assert_eq!(v.file, Some(dir.join("vdso64.so")));
-        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -704,11 +704,10 @@ pub(crate) mod tests {
         text.extend_from_slice(b"\0ffffffff81ffffff T after_nul\n");
         let mut pieces = Tep::new(8, 4096).unwrap();
         pieces.parse_kallsyms(&text).unwrap();
-        let mut whole = Tep::new(8, 4096).unwrap();
+        let whole = Tep::new(8, 4096).unwrap();
         let c = cstring(&text);
         // SAFETY: c is NUL-terminated and outlives the call.
         assert_eq!(unsafe { tep_parse_kallsyms(whole.h.tep, c.as_ptr()) }, 0);
-        let _ = &mut whole;
         // libtraceevent bounds a function by the next one: the last line
         // has no end, so it is not looked for.
         for k in (0..n - 1).step_by(97).chain([0, 1, 2, n - 2]) {
