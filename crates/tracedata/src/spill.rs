@@ -11,6 +11,8 @@
 //! pressure, and the next access reads them again. Where no temporary file
 //! can be made the array stays in memory.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::fs::File;
 use std::marker::PhantomData;
@@ -36,6 +38,9 @@ unsafe impl Plain for u64 {}
 
 /// Size from which a [`SpillVec`] moves into a temporary file.
 pub const SPILL_BYTES: usize = 4 << 20;
+
+/// Values sorted in one run by [`SpillVec::into_sorted_by_key`].
+pub const SORT_RUN: usize = 1 << 20;
 
 /// Written bytes between two releases of the pages behind the writer.
 const RELEASE_STEP: usize = 1 << 20;
@@ -142,9 +147,11 @@ impl<T: Plain> SpillVec<T> {
         // most a page (Plain), so the slot is aligned.
         unsafe { map.as_mut_ptr().cast::<T>().add(self.len).write(v) };
         self.len += 1;
+        // Pages a step behind the writer are given back: writers (the
+        // stitcher's groups) often change values written a little before.
         let written = self.len * size;
-        if written >= self.released + RELEASE_STEP {
-            let end = written / PAGE * PAGE;
+        if written >= self.released + 2 * RELEASE_STEP {
+            let end = (written - RELEASE_STEP) / PAGE * PAGE;
             self.advise(self.released..end);
             self.released = end;
         }
@@ -157,6 +164,14 @@ impl<T: Plain> SpillVec<T> {
         if let Store::File { map, .. } = &self.store {
             self.advise(0..map.len());
         }
+    }
+
+    /// Gives the pages of values `r` (indexes) back to the kernel, as
+    /// [`SpillVec::release`] does for all: for readers that went over them
+    /// in order. Pages the range shares with values outside it stay.
+    pub fn release_range(&self, r: std::ops::Range<usize>) {
+        let size = std::mem::size_of::<T>();
+        self.advise(r.start * size..r.end * size);
     }
 
     fn advise(&self, r: std::ops::Range<usize>) {
@@ -215,6 +230,49 @@ impl<T: Plain> SpillVec<T> {
         // to give back.
         self.released = self.len * size / PAGE * PAGE;
         true
+    }
+
+    /// The values sorted by `key` (stable for equal keys only where `key`
+    /// breaks ties), with a bounded resident set: runs of [`SORT_RUN`]
+    /// values are sorted in place, then merged into a new array when they
+    /// overlap. An array that is sorted already, or nearly (each run in
+    /// order after the one before), is not copied.
+    pub fn into_sorted_by_key<K: Ord>(mut self, key: impl Fn(&T) -> K) -> Self {
+        let n = self.len;
+        let runs: Vec<std::ops::Range<usize>> = (0..n)
+            .step_by(SORT_RUN)
+            .map(|s| s..(s + SORT_RUN).min(n))
+            .collect();
+        for r in &runs {
+            self[r.clone()].sort_unstable_by_key(&key);
+            self.release_range(r.clone());
+        }
+        if runs
+            .windows(2)
+            .all(|w| key(&self[w[0].end - 1]) <= key(&self[w[1].start]))
+        {
+            return self;
+        }
+        // A k-way merge: each run read in order, the result written in
+        // order, both given back as they go.
+        let mut next: Vec<usize> = runs.iter().map(|r| r.start).collect();
+        let mut heads: BinaryHeap<Reverse<(K, usize)>> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Reverse((key(&self[r.start]), i)))
+            .collect();
+        let mut out = SpillVec::new();
+        while let Some(Reverse((_, i))) = heads.pop() {
+            out.push(self[next[i]]);
+            next[i] += 1;
+            if next[i] < runs[i].end {
+                heads.push(Reverse((key(&self[next[i]]), i)));
+            }
+            if out.len() % (RELEASE_STEP / size_of::<T>().max(1)) == 0 {
+                self.release();
+            }
+        }
+        out
     }
 
     /// Brings a spilled array back into memory.
@@ -319,6 +377,22 @@ mod tests {
         assert_eq!((v[6], v[7], v[8], v[n - 1]), (19, 99, 25, 98));
         let c = v.clone();
         assert!(c == v && c.spilled());
+    }
+
+    #[test]
+    fn sorts_in_runs_and_merges_when_the_runs_overlap() {
+        let n = 3 * SORT_RUN + 1234;
+        // Overlapping runs (a merge), nearly sorted ones (no merge), and
+        // equal keys (the second part breaks the tie).
+        let shapes: [&dyn Fn(u64) -> u64; 3] =
+            [&|i| (i * 7919) % 100_003, &|i| i + (i % 3), &|_| 5];
+        for f in shapes {
+            let v: SpillVec<u64> = (0..n as u64).map(|i| (f(i) << 24) | i).collect();
+            let mut want = v.to_vec();
+            want.sort_unstable();
+            let got = v.into_sorted_by_key(|&x| (x >> 24, x & 0xff_ffff));
+            assert!(got[..] == want[..]);
+        }
     }
 
     #[test]
