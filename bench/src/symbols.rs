@@ -91,7 +91,7 @@ fn symbolize(path: &Path, cache: bool) -> Res<Round> {
         sym = sym.without_cache();
     }
     let (mut frames, mut named) = (0u64, 0u64);
-    for g in &idx.stitched.groups {
+    for g in idx.stitched.groups.iter() {
         let Some(u) = g.user_stack else { continue };
         let ts = Some(idx.cpu_ts(u.seq).1);
         for (i, &a) in idx.stitched.stacks.get(u.stack).iter().enumerate() {

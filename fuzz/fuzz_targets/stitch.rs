@@ -17,10 +17,10 @@ fuzz_target!(|data: &[u8]| {
     let idx = file::load(&f, buf);
     let mut texts = ustack_printer::text::Texts::generic();
     let mut sym = ustack_symbolize::Symbolizer::default();
-    for g in &idx.stitched.groups {
+    for g in idx.stitched.groups.iter() {
         let _ = view::detail(
             &idx,
-            g,
+            &g,
             |s| file::record(&f, buf, &idx.events[s as usize]),
             &mut texts,
             &mut sym,

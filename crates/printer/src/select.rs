@@ -127,11 +127,11 @@ pub fn choose<'r>(
     };
     let filtered = !sel.filters.is_empty() || !sel.neg_filters.is_empty();
     for (i, g) in groups.iter().enumerate() {
-        if !group_passes(sel, g, &mut comm) {
+        if !group_passes(sel, &g, &mut comm) {
             continue;
         }
         let mut n = 0;
-        for e in &g.events {
+        for e in groups.events(&g) {
             let (cpu, ts) = idx.cpu_ts(e.seq);
             let keep = sel.cpu_and_time(cpu, ts)
                 && (!filtered || rec(e.seq).is_some_and(|r| texts.selects(&r)));
@@ -153,7 +153,7 @@ pub fn choose<'r>(
     }
     // Every grouped event's entry was read: give the spilled index's
     // pages back.
-    idx.events.release();
+    idx.release();
     out
 }
 

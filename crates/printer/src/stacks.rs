@@ -119,7 +119,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         view::comm(&idx, &sym, pid)
     });
     file::release(f, buf);
-    idx.events.release();
+    idx.release();
     let summary = Summary::new(&idx, &chosen, !view.select.is_all());
     let mut written = Written::default();
     let counts = &mut written;
@@ -128,11 +128,11 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         // pages back now and then instead of keeping them all resident.
         if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
             file::release(f, buf);
-            idx.events.release();
+            idx.release();
         }
         let mut d = view::detail(
             &idx,
-            &idx.stitched.groups[g as usize],
+            &idx.stitched.groups.get(g as usize),
             rec,
             &mut texts,
             &mut sym,
@@ -191,7 +191,7 @@ impl Summary {
     /// The summary of `idx`; `shown` with a selection (`chosen`).
     pub fn new(idx: &Index, chosen: &select::Chosen, shown: bool) -> Summary {
         let mut statuses = [0; 4];
-        for g in &idx.stitched.groups {
+        for g in idx.stitched.groups.iter() {
             statuses[g.status as usize] += 1;
         }
         let groups = &idx.stitched.groups;
@@ -200,7 +200,7 @@ impl Summary {
             statuses,
             drops: drops_text(idx),
             shown: shown.then_some((chosen.groups.len(), chosen.event_count)),
-            kernel_only: groups.first().is_some_and(|g| g.kind == GroupKind::Kernel),
+            kernel_only: !groups.is_empty() && groups.get(0).kind == GroupKind::Kernel,
             no_stacks: groups.is_empty() && idx.stitched.stacks.is_empty(),
         }
     }

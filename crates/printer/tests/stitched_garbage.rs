@@ -90,10 +90,10 @@ fn stitch_and_show(records: &[RandomRecord], read_error: bool) {
         )),
     );
     let payload = |s: u64| &records[s as usize].payload;
-    for g in &idx.stitched.groups {
+    for g in idx.stitched.groups.iter() {
         let d = ustack_stitch::view::detail(
             &idx,
-            g,
+            &g,
             |s| Some(Record::new(0, 0, payload(s))),
             &mut ustack_printer::text::Texts::generic(),
             &mut sym,

@@ -27,10 +27,10 @@ fn main() {
         let idx = ustack_stitch::file::load(&f, buf);
         let loaded = t.elapsed();
         let mut sym = ustack_stitch::file::symbolizer(&f);
-        let g = &idx.stitched.groups[0];
+        let g = idx.stitched.groups.get(0);
         let d = ustack_stitch::view::detail(
             &idx,
-            g,
+            &g,
             |s| ustack_stitch::file::record(&f, buf, &idx.events[s as usize]),
             &mut ustack_stitch::view::NamesOnly,
             &mut sym,

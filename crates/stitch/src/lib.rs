@@ -19,6 +19,7 @@
 //!   event a cookie or a `kernel_stack` belongs to) is reset by a loss. Stock
 //!   kernels' synchronous `user_stack` and `kernel_stack` events are stitched
 //!   too, so that the same views work on any kernel.
+//! * [`groups`]: where the groups are kept, in a temporary file once many.
 //! * [`trace`]: the adapter from `tracedata` records to [`Input`], and the
 //!   compact per-event index (24 bytes per event) the views share.
 //! * [`file`](mod@file): the same straight from a `TraceFile` (one pass), finding a
@@ -44,7 +45,7 @@
 //! let f = ustack_tracedata::TraceFile::open("trace.dat").unwrap();
 //! let buf = ustack_stitch::file::buffer(&f, None).unwrap();
 //! let idx = ustack_stitch::file::load(&f, buf);
-//! for g in &idx.stitched.groups {
+//! for g in idx.stitched.groups.iter() {
 //!     println!("{} {:?} {}", g.pid, g.cookie, g.status.name());
 //! }
 //! ```
@@ -54,13 +55,15 @@
 //! works across CPUs and treats lost events explicitly.
 
 pub mod file;
+pub mod groups;
 pub mod internal;
 pub mod mappings;
 pub mod stitcher;
 pub mod trace;
 pub mod view;
 
+pub use crate::groups::{EventRef, EventSpan, Groups};
 pub use crate::stitcher::{
-    cookie_label, EventRef, Group, GroupKind, Input, Loss, StackId, Stacks, Status, Stitched,
+    cookie_label, Group, GroupKind, Input, Loss, SeqStack, StackId, Stacks, Status, Stitched,
     Stitcher, UserStackRef,
 };

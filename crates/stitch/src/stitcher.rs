@@ -57,6 +57,10 @@
 use std::collections::HashMap;
 use std::num::NonZeroU64;
 
+use ustack_tracedata::spill::{Plain, SpillVec};
+
+use crate::groups::{EventRef, EventSpan, GroupStore, Groups};
+
 /// Index of a stack in [`Stacks`].
 pub type StackId = u32;
 
@@ -276,14 +280,14 @@ pub enum Input<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
     /// Events and their user stack.
-    Complete,
+    Complete = 0,
     /// The trace ended before the task went back to user space.
-    Pending,
+    Pending = 1,
     /// The user stack never came: events were dropped while waiting for it,
     /// or the task entered the kernel again without it.
-    StackLost,
+    StackLost = 2,
     /// A user stack whose request side (cookie events) was not seen.
-    OrphanStack,
+    OrphanStack = 3,
 }
 
 impl Status {
@@ -302,23 +306,12 @@ impl Status {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum GroupKind {
     /// Deferred unwinding: events sharing a cookie, stack at return to user.
-    Deferred,
+    Deferred = 0,
     /// Stock kernel `user_stack`: one event with its own stack.
-    Sync,
+    Sync = 1,
     /// No user stack was recorded at all (`record -T` alone): one event
     /// and its kernel stack (see [`Stitched::kernel_only_groups`]).
-    Kernel,
-}
-
-/// A kernel event of a group: 16 bytes, since report --stacks and the TUI
-/// hold every grouped event. Its CPU and time are the caller's, found by
-/// `seq` (the index of `crate::trace` has them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EventRef {
-    /// Caller's handle of the event.
-    pub seq: u64,
-    /// Its kernel stack, when a `kernel_stack` followed it.
-    pub kernel_stack: Option<StackId>,
+    Kernel = 2,
 }
 
 /// The user stack of a group (CPU and time found by `seq`, as for
@@ -331,8 +324,9 @@ pub struct UserStackRef {
     pub stack: StackId,
 }
 
-/// Kernel events that share one user stack.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Kernel events that share one user stack. Its events are in the
+/// [`Groups`] it came from ([`Groups::events`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Group {
     /// Task.
     pub pid: i32,
@@ -341,8 +335,8 @@ pub struct Group {
     /// The cookie (`None` for synchronous and kernel-only groups). The
     /// unwinder never hands out 0, so 8 bytes hold it.
     pub cookie: Option<NonZeroU64>,
-    /// Kernel events, in time order.
-    pub events: Vec<EventRef>,
+    /// Its kernel events (in time order, in [`Groups`]).
+    pub events: EventSpan,
     /// Number of cookie events seen, including those whose kernel event was
     /// not found (dropped, or not the last one on its CPU).
     pub cookie_events: u32,
@@ -382,16 +376,31 @@ pub struct Loss {
     pub count: Option<u64>,
 }
 
+/// An event that got a kernel stack.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeqStack {
+    /// The event.
+    pub seq: u64,
+    /// Its kernel stack.
+    pub stack: StackId,
+    _pad: u32,
+}
+
+// SAFETY: two integers and an explicit padding word, no implicit padding
+// (the size check below).
+unsafe impl Plain for SeqStack {}
+const _: () = assert!(std::mem::size_of::<SeqStack>() == 16);
+
 /// Result of stitching.
 #[derive(Debug, Default, Clone)]
 pub struct Stitched {
     /// Groups, ordered by the time of their first record.
-    pub groups: Vec<Group>,
+    pub groups: Groups,
     /// Stack arena for all stack ids.
     pub stacks: Stacks,
-    /// `(event seq, kernel stack)` for every event that got a kernel stack
-    /// (grouped or not), sorted by seq.
-    pub kernel_stacks: Vec<(u64, StackId)>,
+    /// Every event that got a kernel stack (grouped or not), sorted by seq.
+    pub kernel_stacks: SpillVec<SeqStack>,
     /// Every loss, in input order.
     pub losses: Vec<Loss>,
     /// Cookie events whose kernel event was not found.
@@ -404,9 +413,9 @@ impl Stitched {
     /// The kernel stack of event `seq`, if it had one.
     pub fn kernel_stack_of(&self, seq: u64) -> Option<StackId> {
         self.kernel_stacks
-            .binary_search_by_key(&seq, |&(s, _)| s)
+            .binary_search_by_key(&seq, |k| k.seq)
             .ok()
-            .map(|i| self.kernel_stacks[i].1)
+            .map(|i| self.kernel_stacks[i].stack)
     }
 
     /// When the trace holds kernel stacks but no group (no user stack of
@@ -418,29 +427,16 @@ impl Stitched {
         if !self.groups.is_empty() {
             return;
         }
-        self.groups = self
-            .kernel_stacks
-            .iter()
-            .filter_map(|&(seq, k)| {
-                let (pid, ts) = event(seq)?;
-                Some(Group {
-                    pid,
-                    kind: GroupKind::Kernel,
-                    cookie: None,
-                    events: vec![EventRef {
-                        seq,
-                        kernel_stack: Some(k),
-                    }],
-                    cookie_events: 0,
-                    user_stack: None,
-                    status: Status::Complete,
-                    first_ts: ts,
-                    last_ts: ts,
-                    loss_while_open: false,
-                })
-            })
-            .collect();
-        self.groups.sort_by_key(|g| g.first_ts);
+        let mut store = GroupStore::default();
+        for k in self.kernel_stacks.iter() {
+            let Some((pid, ts)) = event(k.seq) else {
+                continue;
+            };
+            let g = store.push(pid, GroupKind::Kernel, None, ts);
+            store.rec_mut(g).set_status(Status::Complete);
+            store.add_event(g, EventRef::new(k.seq, Some(k.stack)));
+        }
+        self.groups = store.finish();
     }
 
     /// Total events dropped per CPU (`None` in the count means some loss of
@@ -470,8 +466,9 @@ struct Last {
     pid: i32,
     ts: u64,
     ev: EventRef,
-    /// Where the event was copied to: (group, index in group.events).
-    placed: [Option<(usize, usize)>; 2],
+    /// Where the event was placed in groups (its positions in the log
+    /// of [`GroupStore`]).
+    placed: [Option<usize>; 2],
     got_cookie: bool,
     got_sync: bool,
     got_kstack: bool,
@@ -507,39 +504,17 @@ enum Cover {
     Link(NonZeroU64),
 }
 
-/// Sorts groups by their first timestamp, keeping creation order on ties,
-/// as a stable sort does but without its scratch copy of half the groups
-/// (55 MB for a million groups): an order of indexes is sorted, then
-/// applied in place, cycle by cycle.
-fn sort_groups(groups: &mut [Group]) {
-    let mut order: Vec<u32> = (0..groups.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| (groups[i as usize].first_ts, i));
-    // Position j must get the group now at order[j]; a finished position
-    // is marked by order[j] == j.
-    for i in 0..groups.len() {
-        let mut j = i;
-        while order[j] as usize != i {
-            let k = order[j] as usize;
-            groups.swap(j, k);
-            order[j] = j as u32;
-            j = k;
-        }
-        order[j] = j as u32;
-    }
-}
-
 /// Incremental stitcher: push inputs in time order, then finish.
 #[derive(Debug, Default)]
 pub struct Stitcher {
     out: Stitched,
+    /// The groups so far (`out.groups` is made of them at the end).
+    groups: GroupStore,
     /// The last few kernel events of each CPU, newest last.
     cpus: HashMap<u32, Vec<Last>>,
     /// Per CPU: its current page and what covers each pid there (page
     /// cookies and linking stacks), newest last.
     pages: HashMap<u32, (u64, Vec<(i32, Cover)>)>,
-    /// Linked groups merged into the group of their stack: left out at
-    /// the end.
-    merged: Vec<usize>,
     tasks: HashMap<i32, TaskState>,
     /// Incremented on every loss: a group opened at epoch `e` has seen a
     /// loss iff the epoch moved on.
@@ -591,7 +566,7 @@ impl Stitcher {
                 }
                 if cookie != 0 {
                     let g = self.attach(cpu, ts, pid, cookie, Some(i));
-                    self.out.groups[g].cookie_events += 1;
+                    self.groups.rec_mut(g).cookie_events += 1;
                 }
             }
             Input::Page { cpu, page } => {
@@ -664,33 +639,17 @@ impl Stitcher {
         open.sort_unstable();
         for (g, epoch) in open {
             let lost = epoch != self.loss_epoch;
-            let grp = &mut self.out.groups[g];
+            let grp = self.groups.rec_mut(g);
             grp.loss_while_open |= lost;
-            grp.status = if lost {
+            grp.set_status(if lost {
                 Status::StackLost
             } else {
                 Status::Pending
-            };
-        }
-        self.out.kernel_stacks.sort_unstable_by_key(|&(s, _)| s);
-        // Creation order is nearly time order already; make it exact. A
-        // group's events can come out of order when an interrupt's event
-        // took its cookie first.
-        for g in &mut self.out.groups {
-            g.events.sort_by_key(|e| e.seq);
-        }
-        if !self.merged.is_empty() {
-            let mut keep = vec![true; self.out.groups.len()];
-            for &g in &self.merged {
-                keep[g] = false;
-            }
-            let mut i = 0;
-            self.out.groups.retain(|_| {
-                i += 1;
-                keep[i - 1]
             });
         }
-        sort_groups(&mut self.out.groups);
+        self.out.kernel_stacks =
+            std::mem::take(&mut self.out.kernel_stacks).into_sorted_by_key(|k| k.seq);
+        self.out.groups = self.groups.finish();
         self.out
     }
 
@@ -704,10 +663,7 @@ impl Stitcher {
         recent.push(Last {
             pid,
             ts,
-            ev: EventRef {
-                seq,
-                kernel_stack: None,
-            },
+            ev: EventRef::new(seq, None),
             placed: [None, None],
             got_cookie: false,
             got_sync: false,
@@ -735,14 +691,18 @@ impl Stitcher {
             return;
         };
         last.got_kstack = true;
-        last.ev.kernel_stack = Some(id);
-        for (g, j) in last.placed.iter().flatten() {
-            self.out.groups[*g].events[*j].kernel_stack = Some(id);
+        last.ev.set_kernel_stack(id);
+        for &at in last.placed.iter().flatten() {
+            self.groups.set_kernel_stack(at, id);
         }
-        self.out.kernel_stacks.push((last.ev.seq, id));
+        self.out.kernel_stacks.push(SeqStack {
+            seq: last.ev.seq,
+            stack: id,
+            _pad: 0,
+        });
     }
 
-    fn place(&mut self, cpu: u32, i: usize, at: (usize, usize)) {
+    fn place(&mut self, cpu: u32, i: usize, at: usize) {
         if let Some(last) = self.cpus.get_mut(&cpu).and_then(|r| r.get_mut(i)) {
             let slot = if last.placed[0].is_none() { 0 } else { 1 };
             last.placed[slot] = Some(at);
@@ -756,19 +716,7 @@ impl Stitcher {
         cookie: Option<NonZeroU64>,
         ts: u64,
     ) -> usize {
-        self.out.groups.push(Group {
-            pid,
-            kind,
-            cookie,
-            events: Vec::new(),
-            cookie_events: 0,
-            user_stack: None,
-            status: Status::Pending,
-            first_ts: ts,
-            last_ts: ts,
-            loss_while_open: false,
-        });
-        self.out.groups.len() - 1
+        self.groups.push(pid, kind, cookie, ts)
     }
 
     /// Closes the open group of a task as stack-lost, keeping it as the
@@ -779,8 +727,8 @@ impl Stitcher {
             return;
         };
         if let Some(g) = t.open.take() {
-            let grp = &mut self.out.groups[g];
-            grp.status = Status::StackLost;
+            let grp = self.groups.rec_mut(g);
+            grp.set_status(Status::StackLost);
             grp.loss_while_open |= t.open_epoch != epoch;
             t.prev = Some(g);
         }
@@ -801,7 +749,7 @@ impl Stitcher {
         }
         if let Some(c) = NonZeroU64::new(cookie) {
             let g = self.join(ts, pid, c);
-            self.out.groups[g].cookie_events += 1;
+            self.groups.rec_mut(g).cookie_events += 1;
         }
     }
 
@@ -817,7 +765,7 @@ impl Stitcher {
             self.out.cookies_without_event += 1;
         }
         let g = self.attach(cpu, ts, pid, cookie, picked);
-        self.out.groups[g].cookie_events += 1;
+        self.groups.rec_mut(g).cookie_events += 1;
     }
 
     /// The group of `(pid, cookie)`: the task's open group, the one closed
@@ -830,7 +778,7 @@ impl Stitcher {
         let known = [state.open, state.prev, state.done]
             .into_iter()
             .flatten()
-            .find(|&g| self.out.groups[g].cookie == Some(cookie));
+            .find(|&g| self.groups.rec(g).cookie() == Some(cookie));
         let g = if let Some(g) = known {
             g
         } else {
@@ -841,7 +789,7 @@ impl Stitcher {
             t.open_epoch = epoch;
             g
         };
-        let grp = &mut self.out.groups[g];
+        let grp = self.groups.rec_mut(g);
         grp.last_ts = grp.last_ts.max(ts);
         g
     }
@@ -865,15 +813,10 @@ impl Stitcher {
         };
         last.got_cookie = true;
         let (ev, ev_ts) = (last.ev, last.ts);
-        let grp = &mut self.out.groups[g];
+        let grp = self.groups.rec_mut(g);
         grp.first_ts = grp.first_ts.min(ev_ts);
-        // Most groups hold 1 to 3 events: grow by one instead of to the
-        // default 4 (a trace of 150,000 groups keeps about 5 MB less,
-        // report --stacks and the TUI hold every group).
-        grp.events.reserve_exact(1);
-        grp.events.push(ev);
-        let idx = grp.events.len() - 1;
-        self.place(cpu, i, (g, idx));
+        let at = self.groups.add_event(g, ev);
+        self.place(cpu, i, at);
     }
 
     /// Makes `cover` what covers the following events of `pid` in the
@@ -897,14 +840,15 @@ impl Stitcher {
         let cookie = NonZeroU64::new(cookie)?;
         let epoch = self.loss_epoch;
         let state = self.tasks.get(&pid).copied().unwrap_or_default();
-        let matches = |g: usize, out: &Stitched| {
-            out.groups[g].cookie == Some(cookie) && out.groups[g].user_stack.is_none()
+        let matches = |g: usize, groups: &GroupStore| {
+            let grp = groups.rec(g);
+            grp.cookie() == Some(cookie) && grp.user_stack().is_none()
         };
         let stack_ref = self.store_stack(seq, stack);
-        if let Some(g) = state.open.filter(|&g| matches(g, &self.out)) {
-            let grp = &mut self.out.groups[g];
-            grp.user_stack = Some(stack_ref);
-            grp.status = Status::Complete;
+        if let Some(g) = state.open.filter(|&g| matches(g, &self.groups)) {
+            let grp = self.groups.rec_mut(g);
+            grp.set_user_stack(stack_ref);
+            grp.set_status(Status::Complete);
             grp.loss_while_open |= state.open_epoch != epoch;
             grp.last_ts = grp.last_ts.max(ts);
             let t = self.tasks.entry(pid).or_default();
@@ -912,12 +856,12 @@ impl Stitcher {
             t.prev = None;
             t.done = Some(g);
             Some(g)
-        } else if let Some(g) = state.prev.filter(|&g| matches(g, &self.out)) {
+        } else if let Some(g) = state.prev.filter(|&g| matches(g, &self.groups)) {
             // Late stack of the group closed just before: the cookie matches,
             // so it is safe to attach.
-            let grp = &mut self.out.groups[g];
-            grp.user_stack = Some(stack_ref);
-            grp.status = Status::Complete;
+            let grp = self.groups.rec_mut(g);
+            grp.set_user_stack(stack_ref);
+            grp.set_status(Status::Complete);
             grp.last_ts = grp.last_ts.max(ts);
             let t = self.tasks.entry(pid).or_default();
             t.prev = None;
@@ -928,9 +872,9 @@ impl Stitcher {
             // user space, so an open group of another cookie lost its stack.
             self.close_lost(pid);
             let g = self.new_group(pid, GroupKind::Deferred, Some(cookie), ts);
-            let grp = &mut self.out.groups[g];
-            grp.user_stack = Some(stack_ref);
-            grp.status = Status::OrphanStack;
+            let grp = self.groups.rec_mut(g);
+            grp.set_user_stack(stack_ref);
+            grp.set_status(Status::OrphanStack);
             Some(g)
         }
     }
@@ -947,7 +891,7 @@ impl Stitcher {
                 // never got it.
                 self.close_lost(pid);
                 if let Some((g, _)) = older {
-                    self.out.groups[g].status = Status::StackLost;
+                    self.groups.rec_mut(g).set_status(Status::StackLost);
                 }
                 let g = self.new_group(pid, GroupKind::Deferred, None, ts);
                 let t = self.tasks.entry(pid).or_default();
@@ -956,7 +900,7 @@ impl Stitcher {
                 g
             }
         };
-        let grp = &mut self.out.groups[g];
+        let grp = self.groups.rec_mut(g);
         grp.last_ts = grp.last_ts.max(ts);
         self.add_event(cpu, i, g);
     }
@@ -972,31 +916,23 @@ impl Stitcher {
         };
         t.linked = None;
         let linked_epoch = t.linked_epoch;
-        let from = std::mem::take(&mut self.out.groups[l].events);
-        let (first, last) = (self.out.groups[l].first_ts, self.out.groups[l].last_ts);
-        let base = self.out.groups[g].events.len();
-        let grp = &mut self.out.groups[g];
-        grp.events.extend_from_slice(&from);
+        let (first, last) = {
+            let from = self.groups.rec(l);
+            (from.first_ts, from.last_ts)
+        };
+        // The events keep their places in the log: kernel stacks still to
+        // come for recent events reach them there.
+        self.groups.merge(l, g);
+        let grp = self.groups.rec_mut(g);
         grp.first_ts = grp.first_ts.min(first);
         grp.last_ts = grp.last_ts.max(last);
         grp.loss_while_open |= linked_epoch != self.loss_epoch;
         // Its request side is the linked events.
-        if grp.status == Status::OrphanStack {
-            grp.status = Status::Complete;
+        if grp.status() == Status::OrphanStack {
+            grp.set_status(Status::Complete);
             if let Some(t) = self.tasks.get_mut(&pid) {
                 t.open = None;
                 t.done = Some(g);
-            }
-        }
-        self.merged.push(l);
-        // Kernel stacks still to come for recent events go to `g`.
-        for recent in self.cpus.values_mut() {
-            for slot in recent.iter_mut().flat_map(|r| r.placed.iter_mut()) {
-                if let Some((pg, j)) = *slot {
-                    if pg == l {
-                        *slot = Some((g, base + j));
-                    }
-                }
             }
         }
     }
@@ -1018,18 +954,18 @@ impl Stitcher {
             Some((last.ev, last.ts))
         });
         let g = self.new_group(pid, GroupKind::Sync, None, ts);
-        let grp = &mut self.out.groups[g];
-        grp.user_stack = Some(stack_ref);
+        let grp = self.groups.rec_mut(g);
+        grp.set_user_stack(stack_ref);
         match event {
             Some((ev, ev_ts)) => {
                 grp.first_ts = ev_ts;
-                grp.events.push(ev);
-                grp.status = Status::Complete;
+                grp.set_status(Status::Complete);
+                let at = self.groups.add_event(g, ev);
                 if let Some(i) = picked {
-                    self.place(cpu, i, (g, 0));
+                    self.place(cpu, i, at);
                 }
             }
-            None => grp.status = Status::OrphanStack,
+            None => grp.set_status(Status::OrphanStack),
         }
     }
 }
@@ -1045,32 +981,7 @@ pub fn stitch<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> Stitched {
 
 #[cfg(test)]
 mod tests {
-    use super::{sort_groups, Group, GroupKind, Stacks, Status};
-
-    #[test]
-    fn groups_are_sorted_by_time_keeping_creation_order_on_ties() {
-        let ts = [5u64, 3, 5, 1, 3, 9, 0, 5, 2, 2];
-        let mut groups: Vec<Group> = ts
-            .iter()
-            .enumerate()
-            .map(|(i, &t)| Group {
-                pid: i as i32,
-                kind: GroupKind::Kernel,
-                cookie: None,
-                events: Vec::new(),
-                cookie_events: 0,
-                user_stack: None,
-                status: Status::Pending,
-                first_ts: t,
-                last_ts: t,
-                loss_while_open: false,
-            })
-            .collect();
-        let mut expected = groups.clone();
-        expected.sort_by_key(|g| g.first_ts);
-        sort_groups(&mut groups);
-        assert_eq!(groups, expected);
-    }
+    use super::Stacks;
 
     #[test]
     fn equal_stacks_are_stored_once_and_others_apart() {

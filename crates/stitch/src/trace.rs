@@ -445,6 +445,15 @@ impl Index {
         self.formats.get(&self.snapshot_id?)
     }
 
+    /// Gives the pages of the spilled event index and groups back to the
+    /// kernel: for readers that went over much of them, in any order.
+    /// What is read later is read again from the temporary files.
+    pub fn release(&self) {
+        self.events.release();
+        self.stitched.groups.release();
+        self.stitched.kernel_stacks.release();
+    }
+
     /// The loss placed just before event `seq` on that event's CPU (events
     /// were dropped there right before it), if any.
     pub fn loss_before(&self, seq: u64) -> Option<&LossMark> {

@@ -116,14 +116,16 @@ pub fn detail<'r>(
     texts: &mut impl EventText,
     sym: &mut Symbolizer,
 ) -> GroupDetail {
-    let events = g
-        .events
+    let events = idx
+        .stitched
+        .groups
+        .events(g)
         .iter()
         .map(|e| {
             let r = rec(e.seq);
             let (name, info) = texts.event_text(idx, e.seq, r.as_ref());
             let kernel = e
-                .kernel_stack
+                .kernel_stack()
                 .map(|k| {
                     idx.stitched
                         .stacks

@@ -58,7 +58,11 @@ fn synthetic_file_is_indexed_and_stitched() {
                 g.pid,
                 g.cookie.map(|c| c.get()),
                 g.status,
-                g.events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+                st.groups
+                    .events(&g)
+                    .iter()
+                    .map(|e| e.seq)
+                    .collect::<Vec<_>>(),
             )
         })
         .collect();
@@ -70,18 +74,21 @@ fn synthetic_file_is_indexed_and_stitched() {
             (100, None, Status::Complete, vec![8]),
         ]
     );
-    let a = &st.groups[0];
+    let a = st.groups.get(0);
     assert_eq!(
         st.stacks.get(a.user_stack.unwrap().stack),
         &[0x5555_0000_1234, 0x5555_0000_5678]
     );
     assert_eq!(idx.cpu_ts(a.user_stack.unwrap().seq), (1, 3_000));
     assert_eq!(
-        st.stacks.get(a.events[0].kernel_stack.unwrap()),
+        st.stacks
+            .get(st.groups.events(&a)[0].kernel_stack().unwrap()),
         &[0xffffffff81200010, 0xffffffff81100020]
     );
     assert_eq!(
-        st.stacks.get(st.groups[2].user_stack.unwrap().stack).len(),
+        st.stacks
+            .get(st.groups.get(2).user_stack.unwrap().stack)
+            .len(),
         1
     );
     assert_eq!(idx.comms.get(100), "app");

@@ -46,7 +46,7 @@ fn summary(s: &Stitched) -> Vec<Summary> {
                 g.pid,
                 g.cookie.map(|c| c.get()),
                 g.status,
-                g.events.iter().map(|e| e.seq).collect(),
+                s.groups.events(&g).iter().map(|e| e.seq).collect(),
                 g.user_stack.map(|u| s.stacks.get(u.stack).to_vec()),
             )
         })
@@ -81,7 +81,7 @@ fn one_entry_many_cookie_events_one_stack() {
             Some(vec![0x401000, 0x402000, 0x403000])
         )]
     );
-    let g = &s.groups[0];
+    let g = s.groups.get(0);
     assert_eq!(g.kind, GroupKind::Deferred);
     assert_eq!(g.cookie_events, 3);
     assert_eq!((g.first_ts, g.last_ts), (100, 130));
@@ -107,8 +107,8 @@ fn stack_on_another_cpu_after_migration() {
             Some(vec![0x10, 0x20])
         )]
     );
-    assert_eq!(s.groups[0].user_stack.unwrap().seq, 3);
-    assert_eq!(s.groups[0].events[0].seq, 0);
+    assert_eq!(s.groups.get(0).user_stack.unwrap().seq, 3);
+    assert_eq!(s.groups.events(&s.groups.get(0))[0].seq, 0);
 }
 
 #[test]
@@ -149,15 +149,15 @@ fn loss_while_waiting_makes_the_stack_lost() {
         summary(&s),
         vec![(5, Some(0x77), Status::StackLost, vec![0], None)]
     );
-    assert!(s.groups[0].loss_while_open);
+    assert!(s.groups.get(0).loss_while_open);
     assert_eq!(s.drops_per_cpu(), vec![(3, 12, false)]);
 }
 
 #[test]
 fn loss_before_the_group_does_not_count() {
     let s = stitch([lost(0, 50, 3), k(0, 0, 100, 5), c(1, 0, 101, 5, 0x77)]);
-    assert_eq!(s.groups[0].status, Status::Pending);
-    assert!(!s.groups[0].loss_while_open);
+    assert_eq!(s.groups.get(0).status, Status::Pending);
+    assert!(!s.groups.get(0).loss_while_open);
 }
 
 #[test]
@@ -201,7 +201,7 @@ fn stack_with_other_cookie_after_loss_is_orphan_and_not_attached() {
             ),
         ]
     );
-    assert!(s.groups[0].loss_while_open);
+    assert!(s.groups.get(0).loss_while_open);
 }
 
 #[test]
@@ -216,7 +216,7 @@ fn matching_stack_after_loss_is_attached() {
         summary(&s),
         vec![(5, Some(0x77), Status::Complete, vec![0], Some(vec![0x9]))]
     );
-    assert!(s.groups[0].loss_while_open);
+    assert!(s.groups.get(0).loss_while_open);
 }
 
 #[test]
@@ -233,7 +233,7 @@ fn cookie_after_loss_on_its_cpu_has_no_event() {
         summary(&s),
         vec![(5, Some(0x44), Status::Complete, vec![], Some(vec![0x3]))]
     );
-    assert_eq!(s.groups[0].cookie_events, 1);
+    assert_eq!(s.groups.get(0).cookie_events, 1);
     assert_eq!(s.cookies_without_event, 1);
 }
 
@@ -314,13 +314,10 @@ fn kernel_stacks_attach_to_preceding_event_on_same_cpu() {
         us(5, 0, 110, 5, 0x77, &[0x1]),
     ]);
     assert_eq!(s.kernel_stacks.len(), 2);
-    let g = &s.groups[0];
+    let g = s.groups.get(0);
     assert_eq!(
-        g.events,
-        vec![EventRef {
-            seq: 0,
-            kernel_stack: s.kernel_stack_of(0)
-        }]
+        s.groups.events(&g),
+        &[EventRef::new(0, s.kernel_stack_of(0))]
     );
     assert_eq!(
         s.stacks.get(s.kernel_stack_of(0).unwrap()),
@@ -346,7 +343,9 @@ fn kernel_stack_after_cookie_updates_grouped_event() {
             stack: &[0xffff_ffff_8100_0000],
         },
     ]);
-    let id = s.groups[0].events[0].kernel_stack.expect("kernel stack");
+    let id = s.groups.events(&s.groups.get(0))[0]
+        .kernel_stack()
+        .expect("kernel stack");
     assert_eq!(s.stacks.get(id), &[0xffff_ffff_8100_0000]);
 }
 
@@ -456,13 +455,13 @@ fn interrupt_between_event_and_its_cookie() {
         summary(&s),
         vec![(5, Some(0x77), Status::Complete, vec![0, 1], Some(vec![0x1]))]
     );
-    let g = &s.groups[0];
+    let g = s.groups.get(0);
     assert_eq!(
-        s.stacks.get(g.events[0].kernel_stack.unwrap()),
+        s.stacks.get(s.groups.events(&g)[0].kernel_stack().unwrap()),
         &[0xffff_ffff_8100_0000]
     );
     assert_eq!(
-        s.stacks.get(g.events[1].kernel_stack.unwrap()),
+        s.stacks.get(s.groups.events(&g)[1].kernel_stack().unwrap()),
         &[0xffff_ffff_8100_0001]
     );
     assert_eq!(s.cookies_without_event, 0);
@@ -522,7 +521,7 @@ fn cookie_after_its_stack_joins_the_completed_group() {
             ),
         ]
     );
-    assert_eq!(s.groups[0].cookie_events, 2);
+    assert_eq!(s.groups.get(0).cookie_events, 2);
 }
 
 #[test]
@@ -566,17 +565,14 @@ fn kernel_stacks_alone_make_kernel_groups() {
     assert!(s.groups.is_empty());
     s.kernel_only_groups(|seq| Some((5, 100 + seq)));
     assert_eq!(s.groups.len(), 1);
-    let g = &s.groups[0];
+    let g = s.groups.get(0);
     assert_eq!(
         (g.pid, g.kind, g.cookie, g.status, g.first_ts, g.last_ts),
         (5, GroupKind::Kernel, None, Status::Complete, 100, 100)
     );
     assert_eq!(
-        g.events,
-        vec![EventRef {
-            seq: 0,
-            kernel_stack: s.kernel_stack_of(0)
-        }]
+        s.groups.events(&g),
+        &[EventRef::new(0, s.kernel_stack_of(0))]
     );
     // With a group, nothing is added.
     let before = s.groups.clone();

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use ratatui::layout::Rect;
 use ustack_stitch::trace::Index;
-use ustack_stitch::Status;
+use ustack_stitch::{Group, Status};
 use ustack_tracedata::spill::SpillVec;
 
 use crate::cursor::ListCursor;
@@ -27,6 +27,9 @@ use crate::tree::{CallTree, Expansion};
 
 /// No group: the value of [`App::group_of_event`] for an event in none.
 const NO_GROUP: u32 = u32::MAX;
+
+/// Groups gone over between two releases of the pages written behind.
+const RELEASE_EVERY: usize = 1 << 16;
 
 /// The whole TUI state.
 #[derive(Debug)]
@@ -64,7 +67,7 @@ pub struct App {
     /// (this state then holds only its beginning).
     pub loading: Option<String>,
     /// Visible groups (indexes into `idx.stitched.groups`), sorted.
-    pub groups: Vec<u32>,
+    pub groups: SpillVec<u32>,
     /// Where the group list is (rows of `groups`).
     pub groups_at: ListCursor,
     /// Visible events (seqs), `None` when unfiltered (all of them).
@@ -94,7 +97,7 @@ pub struct App {
     /// What the last draw showed.
     pub viewport: Viewport,
     /// User stack depth of each group.
-    pub depth: Vec<u16>,
+    pub depth: SpillVec<u16>,
     /// The group of each event by seq ([`NO_GROUP`] for none): grouped
     /// events and attached user stack records.
     group_of_event: SpillVec<u32>,
@@ -136,7 +139,11 @@ impl App {
             .collect();
         let mut group_of_event = SpillVec::filled(NO_GROUP, idx.events.len());
         for (i, g) in idx.stitched.groups.iter().enumerate() {
-            let seqs = g.events.iter().map(|e| e.seq);
+            // Written nearly in order: give the pages behind back as it goes.
+            if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
+                group_of_event.release();
+            }
+            let seqs = idx.stitched.groups.events(&g).iter().map(|e| e.seq);
             for s in seqs.chain(g.user_stack.map(|u| u.seq)) {
                 if let Some(slot) = group_of_event.get_mut(s as usize) {
                     *slot = i as u32;
@@ -166,7 +173,7 @@ impl App {
             }
         }
         let mut counts = StatusCounts::default();
-        for g in &idx.stitched.groups {
+        for g in idx.stitched.groups.iter() {
             *match g.status {
                 Status::Complete => &mut counts.complete,
                 Status::Pending => &mut counts.pending,
@@ -191,7 +198,7 @@ impl App {
             loading: None,
             searching: None,
             search_slice: SEARCH_SLICE,
-            groups: Vec::new(),
+            groups: SpillVec::new(),
             groups_at: ListCursor::default(),
             events: None,
             events_at: ListCursor::default(),
@@ -293,14 +300,13 @@ impl App {
                 .is_some_and(|e| self.task_matches(e.pid) && self.name_matches(e.id))
     }
 
-    fn group_matches(&self, g: usize) -> bool {
-        let grp = &self.idx.stitched.groups[g];
+    fn group_matches(&self, g: usize, grp: &Group) -> bool {
         self.chosen_groups
             .as_ref()
             .is_none_or(|c| c.get(g) == Some(&true))
             && self.task_matches(grp.pid)
             && (self.filter.event.is_none()
-                || grp.events.iter().any(|e| {
+                || self.idx.stitched.groups.events(grp).iter().any(|e| {
                     self.idx
                         .events
                         .get(e.seq as usize)
@@ -313,10 +319,9 @@ impl App {
     pub fn apply_filter(&mut self) {
         let keep_g = self.selected_group();
         let keep_e = self.event_at(self.events_at.sel);
-        let n = self.idx.stitched.groups.len();
-        let mut groups: Vec<u32> = (0..n)
-            .filter(|&g| self.group_matches(g))
-            .map(|g| g as u32)
+        let mut groups: SpillVec<u32> = (self.idx.stitched.groups.iter().enumerate())
+            .filter(|(g, grp)| self.group_matches(*g, grp))
+            .map(|(g, _)| g as u32)
             .collect();
         self.sort_groups(&mut groups);
         self.groups = groups;
@@ -343,14 +348,23 @@ impl App {
         self.tree = None;
         // The filters may have read every event's entry: give the pages
         // of the spilled index back.
-        self.idx.events.release();
+        self.idx.release();
     }
 
     fn sort_groups(&self, groups: &mut [u32]) {
         let gs = &self.idx.stitched.groups;
         let key = self.sort;
+        // The groups are stored in time order (ties by index): sorting
+        // their indexes sorts by time without reading every group.
+        if key == SortKey::Time {
+            groups.sort_unstable();
+            if self.sort_rev {
+                groups.reverse();
+            }
+            return;
+        }
         groups.sort_by(|&a, &b| {
-            let (ga, gb) = (&gs[a as usize], &gs[b as usize]);
+            let (ga, gb) = (gs.get(a as usize), gs.get(b as usize));
             let o = match key {
                 SortKey::Time => ga.first_ts.cmp(&gb.first_ts),
                 SortKey::Pid => ga.pid.cmp(&gb.pid),
@@ -362,6 +376,8 @@ impl App {
             };
             o.then(ga.first_ts.cmp(&gb.first_ts)).then(a.cmp(&b))
         });
+        // Read at random: give the pages of the spilled groups back.
+        gs.release();
         if self.sort_rev {
             groups.reverse();
         }
@@ -817,13 +833,13 @@ impl App {
         }
         self.apply_filter();
         let key = old.selected_group().map(|g| {
-            let g = &old.idx.stitched.groups[g];
+            let g = old.idx.stitched.groups.get(g);
             (g.pid, g.cookie, g.first_ts)
         });
         self.groups_at.sel = key
             .and_then(|k| {
                 self.groups.iter().position(|&g| {
-                    let g = &self.idx.stitched.groups[g as usize];
+                    let g = self.idx.stitched.groups.get(g as usize);
                     (g.pid, g.cookie, g.first_ts) == k
                 })
             })

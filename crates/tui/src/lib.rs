@@ -146,7 +146,7 @@ fn selection(
     let events = (0..idx.events.len() as u64)
         .map(|s| ustack_printer::select::event_passes(select, idx, s, rec, &mut texts, comm))
         .collect();
-    idx.events.release();
+    idx.release();
     Ok((groups, events))
 }
 

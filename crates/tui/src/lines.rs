@@ -122,7 +122,7 @@ pub fn event(idx: &Index, d: &EventDetail, internal: bool) -> Vec<DetailLine> {
     }
     out.push(DetailLine::Plain(d.info.clone()));
     if let Some(g) = d.group {
-        let grp = &idx.stitched.groups[g];
+        let grp = idx.stitched.groups.get(g);
         let cookie = cookie_label(grp.cookie.map(|c| c.get()), grp.kind);
         out.push(DetailLine::Note {
             text: format!(

@@ -50,13 +50,14 @@ impl App {
     /// the functions of its stacks.
     fn group_matches_text(&self, g: usize, pat: &str, src: &mut dyn Source) -> bool {
         let st = &self.idx.stitched;
-        let grp = &st.groups[g];
+        let grp = st.groups.get(g);
         if self.comm_of(grp.pid).contains(pat)
             || grp.pid.to_string() == pat
             || grp.cookie.is_some_and(|c| format!("{c:x}").contains(pat))
             || grp.status.name().contains(pat)
-            || grp
-                .events
+            || st
+                .groups
+                .events(&grp)
                 .iter()
                 .any(|e| self.idx.event_name(e.seq).contains(pat))
         {
@@ -68,10 +69,14 @@ impl App {
                 return true;
             }
         }
-        grp.events.iter().filter_map(|e| e.kernel_stack).any(|k| {
-            let fs = src.kernel_frames(st.stacks.get(k));
-            frames_match(&fs, self.show_internal, pat)
-        })
+        st.groups
+            .events(&grp)
+            .iter()
+            .filter_map(|e| e.kernel_stack())
+            .any(|k| {
+                let fs = src.kernel_frames(st.stacks.get(k));
+                frames_match(&fs, self.show_internal, pat)
+            })
     }
 
     /// Whether event `seq` matches: its task, name, field text or the
@@ -96,7 +101,7 @@ impl App {
             }
         }
         let user = self.group_of(seq).and_then(|g| {
-            let grp = &st.groups[g];
+            let grp = st.groups.get(g);
             grp.user_stack
                 .filter(|u| u.seq == seq)
                 .map(|u| (grp.pid, grp.last_ts, u))

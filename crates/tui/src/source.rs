@@ -101,10 +101,10 @@ impl Source for FileSource {
     fn group_detail(&mut self, idx: &Index, g: usize) -> GroupDetail {
         let b = self.file.buffers().get(self.buffer);
         let f = &self.file;
-        let group = &idx.stitched.groups[g];
+        let group = idx.stitched.groups.get(g);
         view::detail(
             idx,
-            group,
+            &group,
             |s| {
                 let b = b?;
                 file::record(f, b, idx.events.get(s as usize)?)

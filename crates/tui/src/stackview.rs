@@ -27,7 +27,7 @@ impl App {
         let group = self.group_of(seq);
         let user = group
             .and_then(|g| {
-                let grp = &st.groups[g];
+                let grp = st.groups.get(g);
                 let u = grp.user_stack.filter(|u| u.seq == seq)?;
                 Some(src.user_frames(&self.idx, grp.pid, grp.last_ts, u))
             })
@@ -89,13 +89,13 @@ impl App {
     pub(crate) fn build_tree(&self, src: &mut dyn Source) -> CallTree {
         let st = &self.idx.stitched;
         let stacks = self.groups.iter().map(|&g| {
-            let grp = &st.groups[g as usize];
+            let grp = st.groups.get(g as usize);
             let mut frames: Vec<TreeFrame> = Vec::new();
             if let Some(u) = grp.user_stack {
                 let fs = src.user_frames(&self.idx, grp.pid, grp.last_ts, u);
                 frames.extend(fs.iter().rev().map(|f| (tree_label(f), false)));
             }
-            if let Some(k) = grp.events.iter().find_map(|e| e.kernel_stack) {
+            if let Some(k) = st.groups.events(&grp).iter().find_map(|e| e.kernel_stack()) {
                 let fs = src.kernel_frames(st.stacks.get(k));
                 frames.extend(
                     internal::shown(&fs, self.show_internal)

@@ -156,7 +156,7 @@ fn render_groups(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
         .skip(app.groups_at.off)
         .take(rows)
         .map(|(row, &g)| {
-            let grp = &app.idx.stitched.groups[g as usize];
+            let grp = app.idx.stitched.groups.get(g as usize);
             let cookie = grp
                 .cookie
                 .map(|c| format!("{c:x}"))
@@ -271,7 +271,7 @@ fn render_events(f: &mut Frame<'_>, app: &App, area: Rect, rows: usize) {
                 .unwrap_or_default();
             let mut style = Style::default();
             if let Some(g) = app.group_of(seq) {
-                style = status_style(app.idx.stitched.groups[g].status);
+                style = status_style(app.idx.stitched.groups.get(g).status);
             }
             if row == app.events_at.sel {
                 style = selected(style, app.focus == Focus::List);

@@ -36,7 +36,7 @@ fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
         .stitched
         .groups
         .iter()
-        .map(|g| (key(g), g))
+        .map(|g| (key(&g), g))
         .collect();
     let complete: Vec<_> = first
         .idx
@@ -47,7 +47,9 @@ fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
         .collect();
     assert!(complete.len() > 1000, "{} complete groups", complete.len());
     for g in complete {
-        let w = whole.get(&key(g)).expect("the group is in the whole index");
+        let w = whole
+            .get(&key(&g))
+            .expect("the group is in the whole index");
         assert_eq!(
             (&g.events, g.user_stack, g.status),
             (&w.events, w.user_stack, w.status)
@@ -66,7 +68,11 @@ fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
 
     // The user moved on the first screen; the whole index keeps the place.
     send(&mut first, &mut src, &[Msg::Down(7)]);
-    let chosen = key(&first.idx.stitched.groups[first.selected_group().unwrap()]);
+    let chosen = key(&first
+        .idx
+        .stitched
+        .groups
+        .get(first.selected_group().unwrap()));
     let loaded = loader.wait().unwrap();
     let mut next = loaded.app;
     next.carry_over(&first);
@@ -75,7 +81,7 @@ fn the_first_screen_shows_the_beginning_and_the_loader_the_whole() {
         next.idx.stitched.groups.len(),
         full.idx.stitched.groups.len()
     );
-    let now = key(&next.idx.stitched.groups[next.selected_group().unwrap()]);
+    let now = key(&next.idx.stitched.groups.get(next.selected_group().unwrap()));
     assert_eq!((now, next.groups_at.sel), (chosen, 7));
 }
 
@@ -156,11 +162,11 @@ fn sliced_search(f: &Fixture, k: usize) -> (ustack_tui::app::App, FileSource, us
     let (mut app, mut src) = open(f, (120, 40));
     app.search_slice = std::time::Duration::ZERO;
     let g = app.groups[k] as usize;
-    let pat = format!("{:x}", app.idx.stitched.groups[g].cookie.unwrap());
+    let pat = format!("{:x}", app.idx.stitched.groups.get(g).cookie.unwrap());
     // The first row that matches, as a plain scan finds it.
     let first = (1..app.groups.len())
         .find(|&r| {
-            let c = app.idx.stitched.groups[app.groups[r] as usize].cookie;
+            let c = app.idx.stitched.groups.get(app.groups[r] as usize).cookie;
             c.is_some_and(|c| format!("{c:x}").contains(&pat))
         })
         .unwrap();

@@ -46,7 +46,7 @@ fn counting(f: &Fixture, size: (u16, u16)) -> (App, Counting) {
 }
 
 fn selected(app: &App) -> (i32, Status) {
-    let g = &app.idx.stitched.groups[app.selected_group().unwrap()];
+    let g = &app.idx.stitched.groups.get(app.selected_group().unwrap());
     (g.pid, g.status)
 }
 
@@ -112,7 +112,7 @@ fn sort_by_columns_and_reverse() {
     let pids = |a: &App| -> Vec<i32> {
         a.groups
             .iter()
-            .map(|&g| a.idx.stitched.groups[g as usize].pid)
+            .map(|&g| a.idx.stitched.groups.get(g as usize).pid)
             .collect()
     };
     assert_eq!(pids(&app), [100, 200, 100]);
