@@ -12,6 +12,7 @@ use crate::text::Texts;
 use anyhow::{bail, Context, Result};
 use ustack_stitch::trace::Index;
 use ustack_stitch::Group;
+use ustack_tracedata::spill::SpillVec;
 use ustack_tracedata::Record;
 
 /// What to show; the default shows everything.
@@ -84,8 +85,9 @@ impl Selection {
 /// the events.
 #[derive(Debug, Default)]
 pub struct Chosen {
-    /// Indexes of the groups to show, in order.
-    pub groups: Vec<u32>,
+    /// Indexes of the groups to show, in order (in a temporary file once
+    /// many).
+    pub groups: SpillVec<u32>,
     /// One bit per event seq: chosen (empty: all are).
     events: Vec<u64>,
     /// Number of events chosen in the groups shown.

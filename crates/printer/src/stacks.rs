@@ -129,6 +129,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         if i % RELEASE_EVERY == RELEASE_EVERY - 1 {
             file::release(f, buf);
             idx.release();
+            chosen.groups.release_range(0..i);
         }
         let mut d = view::detail(
             &idx,

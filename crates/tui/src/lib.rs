@@ -140,7 +140,7 @@ fn selection(
     let comm = |pid| ustack_stitch::view::comm(idx, &sym, pid);
     let chosen = ustack_printer::select::choose(select, idx, rec, &mut texts, comm);
     let mut groups = vec![false; idx.stitched.groups.len()];
-    for g in chosen.groups {
+    for &g in chosen.groups.iter() {
         groups[g as usize] = true;
     }
     let events = (0..idx.events.len() as u64)
