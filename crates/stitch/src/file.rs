@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use ustack_tracedata::reader::{Buffer, TraceFile};
 use ustack_tracedata::Record;
 
-use crate::trace::{Comms, EventMeta, Index, Locator};
+use crate::stitcher::ClosedGroup;
+use crate::trace::{Comms, EventMeta, Index, IndexBuilder, Locator};
 use ustack_symbolize::{elf, AddressSpaces, Symbolizer};
 
 /// Error of the file adapter.
@@ -104,13 +105,58 @@ pub fn load_with(
         records.next()
     });
     let mut idx = Index::build(formats, comms, &loc, items);
-    idx.kernel_lost = file
-        .buffer_stats()
+    idx.kernel_lost = kernel_lost(file, buf);
+    idx
+}
+
+/// Events the kernel lost per CPU of `buf`, by its own count.
+fn kernel_lost(file: &TraceFile, buf: &Buffer) -> Vec<(u32, u64)> {
+    file.buffer_stats()
         .into_iter()
         .filter(|b| b.name == buf.name)
         .flat_map(|b| b.cpus)
         .filter_map(|c| Some((c.cpu, c.overrun? + c.dropped_events.unwrap_or(0))))
-        .collect();
+        .collect()
+}
+
+/// Records between two looks for closed groups in [`load_streaming`].
+const STREAM_STEP: usize = 4096;
+
+/// [`load`] that hands each group to `on_group`, with the index built so
+/// far, as soon as nothing can change it any more (see
+/// [`crate::Stitcher::streaming`]), rather than keeping it: the first
+/// groups come long before the end of a large file. The returned index
+/// has no groups, except kernel-only ones when the trace has no user
+/// stack at all (those come at the end, in the index). When `on_group`
+/// returns false, indexing stops there.
+pub fn load_streaming(
+    file: &TraceFile,
+    buf: &Buffer,
+    mut on_group: impl FnMut(&Index, ClosedGroup) -> bool,
+) -> Index {
+    let formats = file.formats().iter().cloned();
+    let comms = Comms::parse(&String::from_utf8_lossy(file.cmdlines()));
+    let loc = locator(file, buf);
+    let mut b = IndexBuilder::new(formats, comms, &loc, true);
+    let mut go_on = true;
+    for (n, item) in file.records(buf).enumerate() {
+        b.push(item);
+        if n % STREAM_STEP == STREAM_STEP - 1 {
+            for g in b.take_closed() {
+                go_on = go_on && on_group(b.index(), g);
+            }
+            if !go_on {
+                break;
+            }
+        }
+    }
+    let (mut idx, rest) = b.finish();
+    idx.kernel_lost = kernel_lost(file, buf);
+    for g in rest {
+        if go_on {
+            go_on = on_group(&idx, g);
+        }
+    }
     idx
 }
 

@@ -172,7 +172,7 @@ impl GroupRec {
         self.stack = u.stack;
     }
 
-    fn group(&self) -> Group {
+    pub(crate) fn group(&self) -> Group {
         Group {
             pid: self.pid,
             kind: self.kind(),
@@ -329,6 +329,12 @@ impl GroupStore {
         let n = std::mem::take(&mut self.recs[from].events_len);
         self.recs[from].merged_into = into as u32;
         self.recs[into].events_len += n;
+    }
+
+    /// The event logged at `at`, and the group it went to.
+    pub(crate) fn logged(&self, at: usize) -> (EventRef, usize) {
+        let ev = self.log[at];
+        (EventRef { group: 0, ..ev }, self.target(ev.group as usize))
     }
 
     /// The group that `g`'s events went to.

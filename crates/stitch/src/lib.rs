@@ -64,6 +64,6 @@ pub mod view;
 
 pub use crate::groups::{EventRef, EventSpan, Groups};
 pub use crate::stitcher::{
-    cookie_label, Group, GroupKind, Input, Loss, SeqStack, StackId, Stacks, Status, Stitched,
-    Stitcher, UserStackRef,
+    cookie_label, ClosedGroup, Group, GroupKind, Input, Loss, SeqStack, StackId, Stacks, Status,
+    Stitched, Stitcher, UserStackRef,
 };

@@ -504,6 +504,31 @@ enum Cover {
     Link(NonZeroU64),
 }
 
+/// A group that nothing can change any more, with its events (in seq
+/// order), as a streaming stitcher hands it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedGroup {
+    /// The group (its event span counts `events`).
+    pub group: Group,
+    /// Its kernel events.
+    pub events: Vec<EventRef>,
+}
+
+/// Inputs between two looks for closed groups.
+const CLOSED_CHECK: usize = 4096;
+
+/// What a streaming stitcher keeps of the groups not handed out yet.
+#[derive(Debug, Default)]
+struct Stream {
+    /// Where the events of each such group are in the log.
+    members: HashMap<usize, Vec<usize>>,
+    /// Closed groups not taken yet.
+    closed: Vec<ClosedGroup>,
+    /// Groups handed out so far.
+    handed_out: u64,
+    pushes: usize,
+}
+
 /// Incremental stitcher: push inputs in time order, then finish.
 #[derive(Debug, Default)]
 pub struct Stitcher {
@@ -519,12 +544,81 @@ pub struct Stitcher {
     /// Incremented on every loss: a group opened at epoch `e` has seen a
     /// loss iff the epoch moved on.
     loss_epoch: u64,
+    /// Streaming: the groups not handed out yet.
+    stream: Option<Stream>,
 }
 
 impl Stitcher {
     /// An empty stitcher.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty stitcher that hands out each group once nothing can
+    /// change it any more ([`Stitcher::take_closed`]) instead of keeping
+    /// it: no task state or recent event refers to it. A group whose task
+    /// keeps it (a stack-lost group a late stack may still match, the
+    /// last complete one whose kernel entry may go on) waits for the
+    /// task's next kernel entry, or for the end.
+    pub fn streaming() -> Self {
+        Stitcher {
+            stream: Some(Stream::default()),
+            ..Self::default()
+        }
+    }
+
+    /// The groups closed since the last call, by time of their first
+    /// record (a streaming stitcher; none otherwise).
+    pub fn take_closed(&mut self) -> Vec<ClosedGroup> {
+        self.stream
+            .as_mut()
+            .map(|s| std::mem::take(&mut s.closed))
+            .unwrap_or_default()
+    }
+
+    /// Hands out the groups nothing refers to any more; with `all`, every
+    /// group not handed out yet (the end of the trace).
+    fn close_groups(&mut self, all: bool) {
+        let Some(stream) = self.stream.as_mut() else {
+            return;
+        };
+        let mut live = std::collections::HashSet::new();
+        if !all {
+            for t in self.tasks.values() {
+                let linked = t.linked.map(|(g, _)| g);
+                live.extend([t.open, t.prev, t.done, linked].into_iter().flatten());
+            }
+            let placed = self.cpus.values().flatten().flat_map(|l| l.placed);
+            for at in placed.flatten() {
+                live.insert(self.groups.logged(at).1);
+            }
+        }
+        let mut done: Vec<(u64, usize)> = stream
+            .members
+            .keys()
+            .filter(|g| !live.contains(*g))
+            .map(|&g| (self.groups.rec(g).first_ts, g))
+            .collect();
+        done.sort_unstable();
+        for (_, g) in done {
+            let at = stream.members.remove(&g).unwrap_or_default();
+            let mut events: Vec<EventRef> = at.iter().map(|&a| self.groups.logged(a).0).collect();
+            events.sort_by_key(|e| e.seq);
+            stream.closed.push(ClosedGroup {
+                group: self.groups.rec(g).group(),
+                events,
+            });
+            stream.handed_out += 1;
+        }
+    }
+
+    /// Places `ev` in group `g` and returns its log position.
+    fn log_event(&mut self, g: usize, ev: EventRef) -> usize {
+        let at = self.groups.add_event(g, ev);
+        if let Some(s) = self.stream.as_mut() {
+            s.members.entry(g).or_default().push(at);
+        }
+        at
     }
 
     /// Feeds one input.
@@ -624,10 +718,23 @@ impl Stitcher {
                 self.loss_epoch += 1;
             }
         }
+        if let Some(s) = self.stream.as_mut() {
+            s.pushes += 1;
+            if s.pushes % CLOSED_CHECK == 0 {
+                self.close_groups(false);
+            }
+        }
     }
 
     /// Closes every open group and returns the result.
-    pub fn finish(mut self) -> Stitched {
+    pub fn finish(self) -> Stitched {
+        self.finish_with_closed().0
+    }
+
+    /// [`Stitcher::finish`], and the groups a streaming stitcher did not
+    /// hand out yet (by time; they are not in the result, and neither are
+    /// those it handed out before), with how many it handed out in all.
+    pub fn finish_with_closed(mut self) -> (Stitched, Vec<ClosedGroup>, u64) {
         let mut open: Vec<(usize, u64)> = self
             .tasks
             .values()
@@ -649,8 +756,14 @@ impl Stitcher {
         }
         self.out.kernel_stacks =
             std::mem::take(&mut self.out.kernel_stacks).into_sorted_by_key(|k| k.seq);
+        if self.stream.is_some() {
+            self.close_groups(true);
+            let closed = self.take_closed();
+            let n = self.stream.as_ref().map_or(0, |s| s.handed_out);
+            return (self.out, closed, n);
+        }
         self.out.groups = self.groups.finish();
-        self.out
+        (self.out, Vec::new(), 0)
     }
 
     /// Remembers kernel event `seq` as the newest recent event of `cpu`
@@ -716,7 +829,11 @@ impl Stitcher {
         cookie: Option<NonZeroU64>,
         ts: u64,
     ) -> usize {
-        self.groups.push(pid, kind, cookie, ts)
+        let g = self.groups.push(pid, kind, cookie, ts);
+        if let Some(s) = self.stream.as_mut() {
+            s.members.insert(g, Vec::new());
+        }
+        g
     }
 
     /// Closes the open group of a task as stack-lost, keeping it as the
@@ -815,7 +932,7 @@ impl Stitcher {
         let (ev, ev_ts) = (last.ev, last.ts);
         let grp = self.groups.rec_mut(g);
         grp.first_ts = grp.first_ts.min(ev_ts);
-        let at = self.groups.add_event(g, ev);
+        let at = self.log_event(g, ev);
         self.place(cpu, i, at);
     }
 
@@ -923,6 +1040,10 @@ impl Stitcher {
         // The events keep their places in the log: kernel stacks still to
         // come for recent events reach them there.
         self.groups.merge(l, g);
+        if let Some(s) = self.stream.as_mut() {
+            let moved = s.members.remove(&l).unwrap_or_default();
+            s.members.entry(g).or_default().extend(moved);
+        }
         let grp = self.groups.rec_mut(g);
         grp.first_ts = grp.first_ts.min(first);
         grp.last_ts = grp.last_ts.max(last);
@@ -960,7 +1081,7 @@ impl Stitcher {
             Some((ev, ev_ts)) => {
                 grp.first_ts = ev_ts;
                 grp.set_status(Status::Complete);
-                let at = self.groups.add_event(g, ev);
+                let at = self.log_event(g, ev);
                 if let Some(i) = picked {
                     self.place(cpu, i, at);
                 }

@@ -15,7 +15,7 @@ use ustack_tracedata::spill::{Plain, SpillVec};
 use ustack_tracedata::{FieldRef, Record};
 
 use crate::mappings::{KernelMaps, MappingFormat};
-use crate::stitcher::{Input, Stitched, Stitcher};
+use crate::stitcher::{ClosedGroup, Input, Stitched, Stitcher};
 
 /// The events the stitcher treats specially, found by name in a file's
 /// formats, each with the fields it reads of them resolved once.
@@ -473,91 +473,11 @@ impl Index {
         locator: &Locator,
         items: impl IntoIterator<Item = Result<Item<'a>, E>>,
     ) -> Index {
-        let formats: HashMap<u16, EventFormat> = formats.into_iter().map(|f| (f.id, f)).collect();
-        let special = SpecialEvents::new(formats.values());
-        let mut comms = comms;
-        let mut st = Stitcher::new();
-        let mut events = SpillVec::new();
-        let mut losses = Vec::new();
-        let mut scratch = Vec::new();
-        let mut error = None;
-        // Per CPU, the page of its last record (pages tell where page
-        // cookies apply; an unknown page is a page of its own).
-        let mut pages: HashMap<u32, u64> = HashMap::new();
-        let mapping = MappingFormat::new(formats.values());
-        let mut mappings = KernelMaps::default();
-        let comm_of_switch = formats
-            .values()
-            .find(|f| f.system == "sched" && f.name == "sched_switch")
-            .cloned();
-        let snapshot_id = special.stack_snapshot().map(|f| f.id);
+        let mut b = IndexBuilder::new(formats, comms, locator, false);
         for item in items {
-            match item {
-                Ok(Item::Event(rec)) => {
-                    let seq = events.len() as u64;
-                    let id = rec.common_type().unwrap_or(0);
-                    let pid = rec.common_pid().unwrap_or(-1);
-                    events.push(EventMeta {
-                        ts: rec.ts,
-                        loc: locator.locate(rec.cpu, rec.data),
-                        pid,
-                        cpu: rec.cpu as u16,
-                        id,
-                    });
-                    if let Some(f) = comm_of_switch.as_ref().filter(|f| f.id == id) {
-                        learn_switch_comms(&mut comms, f, &rec);
-                    }
-                    let page = locator.page(rec.cpu, rec.data).unwrap_or(u64::MAX - seq);
-                    if pages.insert(rec.cpu, page) != Some(page) {
-                        st.push(Input::Page { cpu: rec.cpu, page });
-                    }
-                    // A mapping record describes the process, not a
-                    // kernel event of its task: it joins no group (the
-                    // unwind callback writes it after the task's page
-                    // cookie, in the same page as the events it covers).
-                    if let Some(m) = mapping.as_ref().filter(|f| f.id() == id) {
-                        if let Some(m) = m.decode(&rec) {
-                            mappings.push(m);
-                        }
-                        continue;
-                    }
-                    let input = special.input(seq, &rec, &mut scratch);
-                    st.push(input);
-                }
-                Ok(Item::Lost { cpu, ts, count }) => {
-                    losses.push(LossMark {
-                        before_seq: events.len() as u64,
-                        cpu,
-                        ts,
-                        count,
-                    });
-                    st.push(Input::Lost { cpu, ts, count });
-                }
-                Err(e) => {
-                    // The reader stops the CPU that failed; the others go
-                    // on. Keep the first error to show it.
-                    if error.is_none() {
-                        error = Some(e.to_string());
-                    }
-                }
-            }
+            b.push(item);
         }
-        let mut stitched = st.finish();
-        stitched.kernel_only_groups(|seq| {
-            let e = events.get(seq as usize)?;
-            Some((e.pid, e.ts))
-        });
-        Index {
-            events,
-            losses,
-            stitched,
-            formats,
-            comms,
-            error,
-            kernel_lost: Vec::new(),
-            mappings,
-            snapshot_id,
-        }
+        b.finish().0
     }
 
     /// Events dropped per CPU, sorted by CPU: `(cpu, count, unknown)`.
@@ -604,5 +524,147 @@ fn learn_switch_comms(comms: &mut Comms, f: &EventFormat, rec: &Record<'_>) {
                 comms.insert(pid as i32, &comm);
             }
         }
+    }
+}
+
+/// [`Index::build`] an item at a time. A streaming builder also hands out
+/// the groups that nothing can change any more while the items go on
+/// ([`IndexBuilder::take_closed`]), with the index built so far to show
+/// them ([`IndexBuilder::index`]).
+pub struct IndexBuilder<'l> {
+    idx: Index,
+    st: Stitcher,
+    special: SpecialEvents,
+    locator: &'l Locator,
+    scratch: Vec<u64>,
+    /// Per CPU, the page of its last record (pages tell where page
+    /// cookies apply; an unknown page is a page of its own).
+    pages: HashMap<u32, u64>,
+    mapping: Option<MappingFormat>,
+    comm_of_switch: Option<EventFormat>,
+}
+
+impl<'l> IndexBuilder<'l> {
+    /// A builder over records of `formats`, located with `locator`; with
+    /// `stream`, it hands out groups as they close.
+    pub fn new(
+        formats: impl IntoIterator<Item = EventFormat>,
+        comms: Comms,
+        locator: &'l Locator,
+        stream: bool,
+    ) -> Self {
+        let formats: HashMap<u16, EventFormat> = formats.into_iter().map(|f| (f.id, f)).collect();
+        let special = SpecialEvents::new(formats.values());
+        let mapping = MappingFormat::new(formats.values());
+        let comm_of_switch = formats
+            .values()
+            .find(|f| f.system == "sched" && f.name == "sched_switch")
+            .cloned();
+        let snapshot_id = special.stack_snapshot().map(|f| f.id);
+        IndexBuilder {
+            idx: Index {
+                formats,
+                comms,
+                snapshot_id,
+                ..Index::default()
+            },
+            st: if stream {
+                Stitcher::streaming()
+            } else {
+                Stitcher::new()
+            },
+            special,
+            locator,
+            scratch: Vec::new(),
+            pages: HashMap::new(),
+            mapping,
+            comm_of_switch,
+        }
+    }
+
+    /// Takes one item.
+    pub fn push<E: std::fmt::Display>(&mut self, item: Result<Item<'_>, E>) {
+        let idx = &mut self.idx;
+        match item {
+            Ok(Item::Event(rec)) => {
+                let seq = idx.events.len() as u64;
+                let id = rec.common_type().unwrap_or(0);
+                let pid = rec.common_pid().unwrap_or(-1);
+                idx.events.push(EventMeta {
+                    ts: rec.ts,
+                    loc: self.locator.locate(rec.cpu, rec.data),
+                    pid,
+                    cpu: rec.cpu as u16,
+                    id,
+                });
+                if let Some(f) = self.comm_of_switch.as_ref().filter(|f| f.id == id) {
+                    learn_switch_comms(&mut idx.comms, f, &rec);
+                }
+                let page = self
+                    .locator
+                    .page(rec.cpu, rec.data)
+                    .unwrap_or(u64::MAX - seq);
+                if self.pages.insert(rec.cpu, page) != Some(page) {
+                    self.st.push(Input::Page { cpu: rec.cpu, page });
+                }
+                // A mapping record describes the process, not a kernel
+                // event of its task: it joins no group (the unwind
+                // callback writes it after the task's page cookie, in the
+                // same page as the events it covers).
+                if let Some(m) = self.mapping.as_ref().filter(|f| f.id() == id) {
+                    if let Some(m) = m.decode(&rec) {
+                        idx.mappings.push(m);
+                    }
+                    return;
+                }
+                let input = self.special.input(seq, &rec, &mut self.scratch);
+                self.st.push(input);
+            }
+            Ok(Item::Lost { cpu, ts, count }) => {
+                idx.losses.push(LossMark {
+                    before_seq: idx.events.len() as u64,
+                    cpu,
+                    ts,
+                    count,
+                });
+                self.st.push(Input::Lost { cpu, ts, count });
+            }
+            Err(e) => {
+                // The reader stops the CPU that failed; the others go on.
+                // Keep the first error to show it.
+                if idx.error.is_none() {
+                    idx.error = Some(e.to_string());
+                }
+            }
+        }
+    }
+
+    /// The index so far: its events, names, formats and mappings, without
+    /// groups (those come with [`IndexBuilder::finish`]).
+    pub fn index(&self) -> &Index {
+        &self.idx
+    }
+
+    /// The groups of a streaming builder that closed since the last call,
+    /// by time (see [`Stitcher::take_closed`]).
+    pub fn take_closed(&mut self) -> Vec<ClosedGroup> {
+        self.st.take_closed()
+    }
+
+    /// The whole index, and the groups of a streaming builder it had not
+    /// handed out yet (those are not in the index, nor the ones handed
+    /// out before; without groups at all, the index has the kernel-only
+    /// ones, see [`Stitched::kernel_only_groups`]).
+    pub fn finish(mut self) -> (Index, Vec<ClosedGroup>) {
+        let (mut stitched, closed, handed_out) = std::mem::take(&mut self.st).finish_with_closed();
+        if closed.is_empty() && handed_out == 0 {
+            let events = &self.idx.events;
+            stitched.kernel_only_groups(|seq| {
+                let e = events.get(seq as usize)?;
+                Some((e.pid, e.ts))
+            });
+        }
+        self.idx.stitched = stitched;
+        (self.idx, closed)
     }
 }

@@ -1,7 +1,71 @@
 //! Hand-built input sequences for the stitching algorithm.
 
-use ustack_stitch::stitcher::stitch;
-use ustack_stitch::{EventRef, GroupKind, Input, Status, Stitched};
+use ustack_stitch::{EventRef, GroupKind, Input, Status, Stitched, Stitcher};
+
+/// CPU of the filler events [`stitch`] pushes between inputs.
+const FILLER_CPU: u32 = 999;
+
+/// Stitches `inputs`, and checks that a streaming stitcher hands out the
+/// same groups when it looks for closed groups after every input (filler
+/// events of another task on a CPU of their own make it look).
+fn stitch<'a>(inputs: impl IntoIterator<Item = Input<'a>>) -> Stitched {
+    let inputs: Vec<Input<'a>> = inputs.into_iter().collect();
+    let whole = ustack_stitch::stitcher::stitch(inputs.iter().copied());
+    let mut st = Stitcher::streaming();
+    let mut closed = Vec::new();
+    for i in inputs {
+        st.push(i);
+        for n in 0..4096 {
+            st.push(k(u64::MAX - n, FILLER_CPU, 0, 777_777));
+        }
+        closed.extend(st.take_closed());
+    }
+    let (rest, left, _) = st.finish_with_closed();
+    assert!(rest.groups.is_empty() || closed.is_empty() && left.is_empty());
+    closed.extend(left);
+    let mut got: Vec<_> = closed
+        .iter()
+        .map(|c| {
+            let g = &c.group;
+            let seqs: Vec<_> = c.events.iter().map(|e| (e.seq, e.kernel_stack())).collect();
+            (
+                g.first_ts,
+                g.pid,
+                g.cookie,
+                g.status,
+                seqs,
+                g.user_stack.map(|u| (u.seq, u.stack)),
+                g.cookie_events,
+            )
+        })
+        .collect();
+    let mut want: Vec<_> = whole
+        .groups
+        .iter()
+        .filter(|g| g.kind != GroupKind::Kernel)
+        .map(|g| {
+            let seqs: Vec<_> = whole
+                .groups
+                .events(&g)
+                .iter()
+                .map(|e| (e.seq, e.kernel_stack()))
+                .collect();
+            (
+                g.first_ts,
+                g.pid,
+                g.cookie,
+                g.status,
+                seqs,
+                g.user_stack.map(|u| (u.seq, u.stack)),
+                g.cookie_events,
+            )
+        })
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want, "streamed groups");
+    whole
+}
 
 fn k(seq: u64, cpu: u32, ts: u64, pid: i32) -> Input<'static> {
     Input::Kernel { seq, cpu, ts, pid }
@@ -331,6 +395,35 @@ fn kernel_stacks_attach_to_preceding_event_on_same_cpu() {
 }
 
 #[test]
+fn kernel_stack_after_a_sync_stack_reaches_its_group() {
+    // Only the CPU's recent event refers to the sync group when its
+    // kernel stack comes: a streaming stitcher must wait for it.
+    let s = stitch([
+        k(0, 0, 100, 5),
+        Input::SyncUserStack {
+            seq: 1,
+            cpu: 0,
+            ts: 100,
+            pid: 5,
+            stack: &[0x401000],
+        },
+        Input::KernelStack {
+            seq: 2,
+            cpu: 0,
+            ts: 100,
+            pid: 5,
+            stack: &[0xffff_ffff_8100_0000],
+        },
+    ]);
+    let g = s.groups.get(0);
+    assert_eq!(
+        s.groups.events(&g),
+        &[EventRef::new(0, s.kernel_stack_of(0))]
+    );
+    assert!(s.kernel_stack_of(0).is_some());
+}
+
+#[test]
 fn kernel_stack_after_cookie_updates_grouped_event() {
     let s = stitch([
         k(0, 0, 100, 5),
@@ -522,6 +615,34 @@ fn cookie_after_its_stack_joins_the_completed_group() {
         ]
     );
     assert_eq!(s.groups.get(0).cookie_events, 2);
+}
+
+#[test]
+fn a_completed_group_stays_open_to_its_cookie_until_the_next_entry() {
+    // As above, with the events of another task on the CPU in between, so
+    // that only the task's state still refers to the completed group: a
+    // streaming stitcher must not hand it out before the late cookie.
+    let s = stitch([
+        k(0, 0, 100, 42),
+        c(1, 0, 101, 42, 0x3_0000_0001),
+        us(2, 0, 120, 42, 0x3_0000_0001, &[0x401000]),
+        k(3, 0, 121, 7),
+        k(4, 0, 122, 7),
+        k(5, 0, 123, 7),
+        k(6, 0, 124, 7),
+        k(7, 0, 130, 42),
+        c(8, 0, 131, 42, 0x3_0000_0001),
+    ]);
+    assert_eq!(
+        summary(&s),
+        vec![(
+            42,
+            Some(0x3_0000_0001),
+            Status::Complete,
+            vec![0, 7],
+            Some(vec![0x401000])
+        )]
+    );
 }
 
 #[test]
