@@ -28,6 +28,7 @@ pub mod profile;
 pub mod report;
 pub mod select;
 pub mod stacks;
+pub mod stream;
 pub mod text;
 pub mod tracecmd;
 pub mod verbose;

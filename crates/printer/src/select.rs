@@ -11,7 +11,7 @@
 use crate::text::Texts;
 use anyhow::{bail, Context, Result};
 use ustack_stitch::trace::Index;
-use ustack_stitch::Group;
+use ustack_stitch::{EventRef, Group};
 use ustack_tracedata::spill::SpillVec;
 use ustack_tracedata::Record;
 
@@ -127,36 +127,53 @@ pub fn choose<'r>(
         events: vec![0; idx.events.len().div_ceil(64).max(1)],
         ..Chosen::default()
     };
-    let filtered = !sel.filters.is_empty() || !sel.neg_filters.is_empty();
     for (i, g) in groups.iter().enumerate() {
-        if !group_passes(sel, &g, &mut comm) {
-            continue;
-        }
-        let mut n = 0;
-        for e in groups.events(&g) {
-            let (cpu, ts) = idx.cpu_ts(e.seq);
-            let keep = sel.cpu_and_time(cpu, ts)
-                && (!filtered || rec(e.seq).is_some_and(|r| texts.selects(&r)));
-            if keep {
-                out.events[e.seq as usize / 64] |= 1 << (e.seq % 64);
-                n += 1;
+        let events = groups.events(&g);
+        if let Some(kept) = choose_in_group(sel, idx, &g, events, &rec, texts, &mut comm) {
+            for &seq in &kept {
+                out.events[seq as usize / 64] |= 1 << (seq % 64);
             }
-        }
-        let orphan_shown = g.events.is_empty()
-            && !filtered
-            && g.user_stack.is_some_and(|u| {
-                let (cpu, ts) = idx.cpu_ts(u.seq);
-                sel.cpu_and_time(cpu, ts)
-            });
-        if n > 0 || orphan_shown {
             out.groups.push(i as u32);
-            out.event_count += n;
+            out.event_count += kept.len();
         }
     }
     // Every grouped event's entry was read: give the spilled index's
     // pages back.
     idx.release();
     out
+}
+
+/// What `sel` shows of group `g` (whose kernel events are `events`): the
+/// seqs of the events it shows, or `None` when it hides the group (an
+/// orphan stack is shown, without events, when its stack passes).
+pub fn choose_in_group<'r>(
+    sel: &Selection,
+    idx: &Index,
+    g: &Group,
+    events: &[EventRef],
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    texts: &mut Texts,
+    mut comm: impl FnMut(i32) -> String,
+) -> Option<Vec<u64>> {
+    if !group_passes(sel, g, &mut comm) {
+        return None;
+    }
+    let filtered = !sel.filters.is_empty() || !sel.neg_filters.is_empty();
+    let kept: Vec<u64> = events
+        .iter()
+        .map(|e| e.seq)
+        .filter(|&seq| {
+            let (cpu, ts) = idx.cpu_ts(seq);
+            sel.cpu_and_time(cpu, ts) && (!filtered || rec(seq).is_some_and(|r| texts.selects(&r)))
+        })
+        .collect();
+    let orphan_shown = events.is_empty()
+        && !filtered
+        && g.user_stack.is_some_and(|u| {
+            let (cpu, ts) = idx.cpu_ts(u.seq);
+            sel.cpu_and_time(cpu, ts)
+        });
+    (!kept.is_empty() || orphan_shown).then_some(kept)
 }
 
 /// Whether event `seq` of `idx` passes `sel` on its own, in a group or

@@ -52,6 +52,9 @@ pub struct View {
     pub internal: bool,
     /// The groups and events to show.
     pub select: Selection,
+    /// Text and JSON: write each group as soon as it is complete, the
+    /// summary last ([`crate::stream`]).
+    pub stream: bool,
 }
 
 impl View {
@@ -63,6 +66,7 @@ impl View {
             symfs: None,
             internal: false,
             select: Selection::default(),
+            stream: false,
         }
     }
 }
@@ -81,6 +85,20 @@ pub struct Written {
 }
 
 impl Written {
+    /// Readies group `d` for output (tracing-internal kernel frames left
+    /// out unless `internal`) and counts its user frames.
+    pub(crate) fn shown(&mut self, d: &mut GroupDetail, internal: bool) {
+        if !internal {
+            for e in &mut d.events {
+                e.kernel.retain(|fr| !internal::is_internal(fr));
+            }
+        }
+        self.user_frames += d.user_frames.len();
+        for why in d.user_frames.iter().filter_map(|f| f.unresolved) {
+            *self.unresolved.entry(why).or_default() += 1;
+        }
+    }
+
     /// `N frames of M unresolved: n1 reason1, n2 reason2`, or `None` when
     /// every user frame has a symbol.
     pub fn unresolved_line(&self) -> Option<String> {
@@ -101,7 +119,7 @@ impl Written {
 }
 
 /// Groups written between two releases of the trace's mapped pages.
-const RELEASE_EVERY: usize = 4096;
+pub(crate) const RELEASE_EVERY: usize = 4096;
 
 /// Writes the stitched view of the first buffer with data of `f`, one
 /// group at a time (only the index and the folded counts are held).
@@ -139,15 +157,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
             &mut sym,
         );
         d.events.retain(|e| chosen.has_event(e.seq));
-        if !view.internal {
-            for e in &mut d.events {
-                e.kernel.retain(|fr| !internal::is_internal(fr));
-            }
-        }
-        counts.user_frames += d.user_frames.len();
-        for why in d.user_frames.iter().filter_map(|f| f.unresolved) {
-            *counts.unresolved.entry(why).or_default() += 1;
-        }
+        counts.shown(&mut d, view.internal);
         d
     });
     match mode {
@@ -206,7 +216,7 @@ impl Summary {
         }
     }
 
-    fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
+    pub(crate) fn write(&self, out: &mut dyn Write) -> std::io::Result<()> {
         let [complete, pending, lost, orphan] = self.statuses;
         writeln!(
             out,
@@ -234,7 +244,7 @@ impl Summary {
     }
 }
 
-fn drops_text(idx: &Index) -> String {
+pub(crate) fn drops_text(idx: &Index) -> String {
     let d = idx.drops_per_cpu();
     if d.is_empty() {
         return "none".to_string();
@@ -310,7 +320,7 @@ fn json_frames(fr: &[Frame]) -> Vec<JsonFrame<'_>> {
 
 /// The drops of one CPU in the JSON output.
 #[derive(Serialize)]
-struct JsonDrop {
+pub(crate) struct JsonDrop {
     cpu: u32,
     count: u64,
     unknown_count: bool,
@@ -348,7 +358,7 @@ struct JsonCut {
 
 /// A group in the JSON output.
 #[derive(Serialize)]
-struct JsonGroup<'a> {
+pub(crate) struct JsonGroup<'a> {
     pid: i32,
     comm: &'a str,
     kind: &'static str,
@@ -363,7 +373,7 @@ struct JsonGroup<'a> {
 }
 
 impl<'a> JsonGroup<'a> {
-    fn of(d: &'a GroupDetail) -> JsonGroup<'a> {
+    pub(crate) fn of(d: &'a GroupDetail) -> JsonGroup<'a> {
         JsonGroup {
             pid: d.pid,
             comm: &d.comm,
@@ -411,17 +421,8 @@ pub fn json(
     details: impl Iterator<Item = GroupDetail>,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
-    let drops: Vec<JsonDrop> = idx
-        .drops_per_cpu()
-        .iter()
-        .map(|&(cpu, count, unknown_count)| JsonDrop {
-            cpu,
-            count,
-            unknown_count,
-        })
-        .collect();
     write!(out, "{{\"events\":{},\"drops\":", idx.events.len())?;
-    serde_json::to_writer(&mut *out, &drops)?;
+    serde_json::to_writer(&mut *out, &json_drops(idx))?;
     out.write_all(b",\"groups\":[\n")?;
     let mut first = true;
     for d in details {
@@ -434,11 +435,23 @@ pub fn json(
     out.write_all(b"\n]")
 }
 
+/// The drops of the JSON output.
+pub(crate) fn json_drops(idx: &Index) -> Vec<JsonDrop> {
+    idx.drops_per_cpu()
+        .iter()
+        .map(|&(cpu, count, unknown_count)| JsonDrop {
+            cpu,
+            count,
+            unknown_count,
+        })
+        .collect()
+}
+
 /// The end of the JSON output: how many user frames were written and why
 /// those without a symbol have none, e.g.
 /// `"unresolved":{"user_frames":840,"count":12,"reasons":{"process gone
 /// before its maps were read":12}}`.
-fn json_end(w: &Written, out: &mut dyn Write) -> std::io::Result<()> {
+pub(crate) fn json_end(w: &Written, out: &mut dyn Write) -> std::io::Result<()> {
     let reasons: BTreeMap<&str, usize> =
         w.unresolved.iter().map(|(r, &n)| (r.reason(), n)).collect();
     let end = serde_json::json!({

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use ustack_tracedata::reader::{Buffer, TraceFile};
 use ustack_tracedata::Record;
 
-use crate::stitcher::ClosedGroup;
+use crate::stitcher::{ClosedGroup, Stacks};
 use crate::trace::{Comms, EventMeta, Index, IndexBuilder, Locator};
 use ustack_symbolize::{elf, AddressSpaces, Symbolizer};
 
@@ -123,7 +123,7 @@ fn kernel_lost(file: &TraceFile, buf: &Buffer) -> Vec<(u32, u64)> {
 const STREAM_STEP: usize = 4096;
 
 /// [`load`] that hands each group to `on_group`, with the index built so
-/// far, as soon as nothing can change it any more (see
+/// far and the stacks stored so far, as soon as nothing can change it any more (see
 /// [`crate::Stitcher::streaming`]), rather than keeping it: the first
 /// groups come long before the end of a large file. The returned index
 /// has no groups, except kernel-only ones when the trace has no user
@@ -132,7 +132,7 @@ const STREAM_STEP: usize = 4096;
 pub fn load_streaming(
     file: &TraceFile,
     buf: &Buffer,
-    mut on_group: impl FnMut(&Index, ClosedGroup) -> bool,
+    mut on_group: impl FnMut(&Index, &Stacks, ClosedGroup) -> bool,
 ) -> Index {
     let formats = file.formats().iter().cloned();
     let comms = Comms::parse(&String::from_utf8_lossy(file.cmdlines()));
@@ -143,7 +143,7 @@ pub fn load_streaming(
         b.push(item);
         if n % STREAM_STEP == STREAM_STEP - 1 {
             for g in b.take_closed() {
-                go_on = go_on && on_group(b.index(), g);
+                go_on = go_on && on_group(b.index(), b.stacks(), g);
             }
             if !go_on {
                 break;
@@ -154,7 +154,7 @@ pub fn load_streaming(
     idx.kernel_lost = kernel_lost(file, buf);
     for g in rest {
         if go_on {
-            go_on = on_group(&idx, g);
+            go_on = on_group(&idx, &idx.stitched.stacks, g);
         }
     }
     idx

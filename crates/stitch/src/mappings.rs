@@ -119,6 +119,8 @@ pub const MAX_PROC_MAPS_RECORDS: usize = 4096;
 #[derive(Debug, Clone, Default)]
 pub struct KernelMaps {
     procs: HashMap<u32, Vec<Mapping>>,
+    /// Records pushed.
+    len: usize,
 }
 
 impl KernelMaps {
@@ -127,6 +129,12 @@ impl KernelMaps {
         let v = self.procs.entry(m.tgid).or_default();
         let at = v.partition_point(|o| o.ts <= m.ts);
         v.insert(at, m);
+        self.len += 1;
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> usize {
+        self.len
     }
 
     /// True when the trace has no record.

@@ -567,6 +567,12 @@ impl Stitcher {
         }
     }
 
+    /// The stacks stored so far (those of the groups handed out among
+    /// them).
+    pub fn stacks(&self) -> &Stacks {
+        &self.out.stacks
+    }
+
     /// The groups closed since the last call, by time of their first
     /// record (a streaming stitcher; none otherwise).
     pub fn take_closed(&mut self) -> Vec<ClosedGroup> {

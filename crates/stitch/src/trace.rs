@@ -15,7 +15,7 @@ use ustack_tracedata::spill::{Plain, SpillVec};
 use ustack_tracedata::{FieldRef, Record};
 
 use crate::mappings::{KernelMaps, MappingFormat};
-use crate::stitcher::{ClosedGroup, Input, Stitched, Stitcher};
+use crate::stitcher::{ClosedGroup, Input, Stacks, Stitched, Stitcher};
 
 /// The events the stitcher treats specially, found by name in a file's
 /// formats, each with the fields it reads of them resolved once.
@@ -643,6 +643,11 @@ impl<'l> IndexBuilder<'l> {
     /// groups (those come with [`IndexBuilder::finish`]).
     pub fn index(&self) -> &Index {
         &self.idx
+    }
+
+    /// The stacks stored so far, which the groups handed out refer to.
+    pub fn stacks(&self) -> &Stacks {
+        self.st.stacks()
     }
 
     /// The groups of a streaming builder that closed since the last call,

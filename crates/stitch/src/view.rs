@@ -6,7 +6,8 @@
 use ustack_tracedata::format::EventFormat;
 use ustack_tracedata::Record;
 
-use crate::stitcher::{Group, GroupKind, Status, UserStackRef};
+use crate::groups::EventRef;
+use crate::stitcher::{Group, GroupKind, Stacks, Status, UserStackRef};
 use crate::trace::Index;
 use ustack_symbolize::unwind::{End, Snapshot};
 use ustack_symbolize::{Frame, Symbolizer};
@@ -107,8 +108,8 @@ pub fn comm(idx: &Index, sym: &Symbolizer, pid: i32) -> String {
     }
 }
 
-/// Resolves group `g`: `rec` finds the record of an event seq, `texts`
-/// formats it, `sym` symbolizes (lazily, cached).
+/// Resolves group `g` of the index: `rec` finds the record of an event
+/// seq, `texts` formats it, `sym` symbolizes (lazily, cached).
 pub fn detail<'r>(
     idx: &Index,
     g: &Group,
@@ -116,24 +117,30 @@ pub fn detail<'r>(
     texts: &mut impl EventText,
     sym: &mut Symbolizer,
 ) -> GroupDetail {
-    let events = idx
-        .stitched
-        .groups
-        .events(g)
+    let st = &idx.stitched;
+    detail_with(idx, &st.stacks, g, st.groups.events(g), rec, texts, sym)
+}
+
+/// [`detail`] of a group whose events are `events` and whose stacks are
+/// in `stacks` (a group a streaming load handed out, which the index does
+/// not keep).
+pub fn detail_with<'r>(
+    idx: &Index,
+    stacks: &Stacks,
+    g: &Group,
+    events: &[EventRef],
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    texts: &mut impl EventText,
+    sym: &mut Symbolizer,
+) -> GroupDetail {
+    let events = events
         .iter()
         .map(|e| {
             let r = rec(e.seq);
             let (name, info) = texts.event_text(idx, e.seq, r.as_ref());
             let kernel = e
                 .kernel_stack()
-                .map(|k| {
-                    idx.stitched
-                        .stacks
-                        .get(k)
-                        .iter()
-                        .map(|&a| sym.kernel(a))
-                        .collect()
-                })
+                .map(|k| stacks.get(k).iter().map(|&a| sym.kernel(a)).collect())
                 .unwrap_or_default();
             EventLine {
                 seq: e.seq,
@@ -150,7 +157,7 @@ pub fn detail<'r>(
         .map(|u| {
             // The maps of the image the process ran when the stack was taken.
             let ts = Some(idx.cpu_ts(u.seq).1);
-            user_stack(idx, g.pid, ts, u, &rec, sym)
+            user_stack_in(idx, stacks, g.pid, ts, u, &rec, sym)
         })
         .unwrap_or_default();
     let comm = comm(idx, sym, g.pid);
@@ -190,7 +197,20 @@ pub fn user_stack<'r>(
     rec: impl Fn(u64) -> Option<Record<'r>>,
     sym: &mut Symbolizer,
 ) -> (Vec<Frame>, Option<(usize, End)>) {
-    let kernel = idx.stitched.stacks.get(u.stack);
+    user_stack_in(idx, &idx.stitched.stacks, pid, ts, u, rec, sym)
+}
+
+/// [`user_stack`] with the stacks in `stacks`.
+fn user_stack_in<'r>(
+    idx: &Index,
+    stacks: &Stacks,
+    pid: i32,
+    ts: Option<u64>,
+    u: UserStackRef,
+    rec: impl Fn(u64) -> Option<Record<'r>>,
+    sym: &mut Symbolizer,
+) -> (Vec<Frame>, Option<(usize, End)>) {
+    let kernel = stacks.get(u.stack);
     // Only stack entries with a snapshot pay for finding the record again.
     let entry = idx
         .special_snapshot()

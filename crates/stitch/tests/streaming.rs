@@ -65,7 +65,7 @@ fn both(t: TraceBuilder) -> Both {
     let buf = file::buffer(&f, None).unwrap();
     let idx = file::load(&f, buf);
     let mut streamed = Vec::new();
-    let at_end = file::load_streaming(&f, buf, |so_far, c: ClosedGroup| {
+    let at_end = file::load_streaming(&f, buf, |so_far, _, c: ClosedGroup| {
         streamed.push(((c.group, c.events), so_far.events.len()));
         true
     });

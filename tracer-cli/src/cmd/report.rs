@@ -61,6 +61,12 @@ pub struct Args {
     /// Stitched view as folded stacks (for flame graphs).
     #[arg(long)]
     pub folded: bool,
+    /// With --stacks or --json: write each group as soon as nothing in
+    /// the trace can change it, the summary last, so that the first groups
+    /// of a large file come at once. Groups then come in the order they
+    /// complete (by time within a batch).
+    #[arg(long, conflicts_with_all = ["folded", "pprof"])]
+    pub stream: bool,
     /// Print every event's fields raw instead of its print format.
     #[arg(short = 'R')]
     pub raw: bool,
@@ -253,6 +259,9 @@ impl Args {
 
 /// Runs `tracer-cli report`.
 pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
+    if args.stream && !(args.stacks || args.json) {
+        bail!("--stream goes with --stacks or --json");
+    }
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args, matches);
     }
@@ -481,6 +490,7 @@ fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
         symfs: args.symfs.clone(),
         internal: args.internal_frames,
         select,
+        stream: args.stream,
     };
     if let Some(path) = &args.pprof {
         let mut out = std::fs::File::create(path)
@@ -497,7 +507,11 @@ fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
 pub fn print_stacks(f: &TraceFile, view: &View) -> Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = stacks::write_file(f, view, &mut out);
+    let written = if view.stream {
+        ustack_printer::stream::write_file(f, view, &mut out)
+    } else {
+        stacks::write_file(f, view, &mut out)
+    };
     match written.and_then(|w| out.flush().map(|_| w).map_err(Into::into)) {
         Err(e) if is_broken_pipe(&e) => Ok(()),
         Err(e) if e.downcast_ref::<std::io::Error>().is_some() => {
