@@ -18,9 +18,10 @@
 #   * first screen: ustack-bench tui-first, what `tracer-cli tui` draws
 #     before the whole file is indexed (median of 3, ms, and peak RSS);
 #   * full index: ustack-bench tui, open + whole index + first draw (1 run);
-#   * `report --stacks | head -50`, `report | head -50` and
-#     `trace-cmd report | head -50`: wall time until the pipe is done, and
-#     the peak RSS of the reporter;
+#   * `report --stacks | head -50`, `report --stacks --stream | head -50`,
+#     `report | head -50` and `trace-cmd report | head -50`: wall time
+#     until the pipe is done, and the peak RSS of the reporter;
+#   * `report --stacks --stream > /dev/null`: the whole streamed view;
 #   * `report > /dev/null`, ours and trace-cmd's: wall time and peak RSS.
 # Prints one Markdown table (Documentation/benchmarks.md, "Scale").
 # Knobs: BENCH_SCALE (sizes, "1 10 50"), BENCH_HOST_MAX (10),
@@ -86,15 +87,18 @@ bench_row() {
 	full=$("$B" tui "$f" 1 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%.2f s / %s", $5 / 1000, a[2] }')
 	events=$("$B" decode "$f" 1 | awk -F'|' '{ gsub(/ /, "", $3); print $3 }')
 	[ "$3" -le "$TC_MAX" ] && tc=$(col trace-cmd report -i "$f")
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
 		"$(du -m "$f" | cut -f1) MiB" "$first" "${full% |}" \
-		"$(head_col "$T" report --stacks -i "$f")" "$(head_col "$T" report -i "$f")" \
+		"$(head_col "$T" report --stacks -i "$f")" \
+		"$(head_col "$T" report --stacks --stream -i "$f")" \
+		"$(col "$T" report --stacks --stream -i "$f")" \
+		"$(head_col "$T" report -i "$f")" \
 		"$(head_col trace-cmd report -i "$f")" \
 		"$(col "$T" report -i "$f")" "$tc"
 }
 
-echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report --stacks --stream \\| head -50 | report --stacks --stream | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
 	"$B" gen-cookie "$W/demo-$n.dat" $((n * 1000000 / 8)) zstd
 	bench_row "demo-${n}M" "$W/demo-$n.dat" "$n"
