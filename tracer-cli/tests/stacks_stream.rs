@@ -43,7 +43,9 @@ fn streamed_text_has_the_groups_and_summary_of_the_whole_view() {
         assert_eq!(ss, ws, "{sel:?}");
         assert!(sb == wb, "{sel:?}: the groups differ");
         // The summary comes first in the whole view, last when streamed.
-        assert!(whole.starts_with(&ws[0]) && streamed.ends_with(&format!("{}\n", ss[ss.len() - 1])));
+        assert!(
+            whole.starts_with(&ws[0]) && streamed.ends_with(&format!("{}\n", ss[ss.len() - 1]))
+        );
         assert!(!streamed.starts_with('#'));
     }
 }

@@ -2,9 +2,9 @@
 //! [`SpillVec`]s, so that the groups of tens of millions of events go to a
 //! temporary file instead of staying resident.
 //!
-//! While stitching, a [`GroupStore`] holds one [`GroupRec`] per group and a
+//! While stitching, a `GroupStore` holds one `GroupRec` per group and a
 //! log of the events as they are placed (each with its group), since events
-//! reach their groups in any order. [`GroupStore::finish`] sorts the groups
+//! reach their groups in any order. `GroupStore::finish` sorts the groups
 //! by time and lays each group's events out next to each other: the
 //! [`Groups`] that the views read, a group at a time ([`Groups::get`]) with
 //! its events as one slice ([`Groups::events`]).
@@ -238,9 +238,9 @@ impl Groups {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Group> + '_ {
         (0..self.len()).map(move |i| {
             if i % RELEASE_EVERY == 0 && i > 0 {
-                let g = self.recs[i].group();
                 self.recs.release_range(0..i);
-                self.events.release_range(0..g.events.start as usize);
+                self.events
+                    .release_range(0..self.recs[i].events_start as usize);
             }
             self.recs[i].group()
         })
