@@ -69,6 +69,11 @@ impl Budget {
         }
     }
 
+    /// The whole budget, in bytes.
+    pub(crate) fn total(&self) -> usize {
+        self.total
+    }
+
     /// Takes `n` bytes from the budget, or fails if they are not left.
     pub(crate) fn take(&self, n: usize) -> Result<()> {
         let left = self.left.get();

@@ -196,6 +196,12 @@ impl TraceFile {
             // wrong data, not out-of-bounds reads.
             match unsafe { memmap2::Mmap::map(&file) } {
                 Ok(m) => Bytes::Map(m),
+                // Not read into memory instead when it would not fit (a
+                // sparse file that grows with a recording is far larger
+                // than what it holds).
+                Err(e) if len > crate::limits::Budget::of_machine().total() as u64 => {
+                    return Err(Error::io(path, e).context("cannot map the file"));
+                }
                 Err(_) => {
                     let mut v = Vec::new();
                     (&file)
