@@ -59,6 +59,11 @@
 //! Page data is never held in memory: uncompressed data moves from the
 //! recorder's files with `copy_file_range` (through [`std::io::copy`]),
 //! compressed data is read one chunk (10 pages) at a time.
+//!
+//! A view of a recording that is still running refreshes its file about
+//! once a second: [`GrowingTraceDat`] is an uncompressed v7 file laid out
+//! so that each refresh appends the new pages and rewrites only the
+//! options and command names, instead of writing everything again.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -69,8 +74,11 @@ use crate::compress::{self, Compression};
 use crate::dat::{self, option};
 use crate::error::{Error, ErrorKind, Result};
 
+mod growing;
 mod v6;
 mod v7;
+
+pub use growing::{GrowingTraceDat, Growth};
 
 use v6::write_v6;
 use v7::write_v7;

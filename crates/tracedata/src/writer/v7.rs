@@ -7,7 +7,7 @@ use crate::compress::Compressor;
 
 /// The strings section under construction: descriptions of sections,
 /// referenced by their offset.
-#[derive(Default)]
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Strings {
     data: Vec<u8>,
 }
