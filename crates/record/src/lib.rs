@@ -10,7 +10,8 @@
 //!   every change recorded in a guard that restores it;
 //! * [`Recorder`] owns the per-CPU reader threads that splice the ring
 //!   buffer into temp files, and writes a trace.dat from them at any time
-//!   (a live snapshot) or once finished;
+//!   or once finished, or appends what is new to a [`LiveSnapshot`] (the
+//!   file `tui --live` shows, which grows with the recording);
 //! * [`TracedCommand`] runs the command to trace under ptrace so that the
 //!   memory maps of every process it runs are saved ([`MapsStore`]), and
 //!   [`MapsTracker`] / [`StackPidScanner`] poll the maps of the other
@@ -37,6 +38,7 @@ mod procwatch;
 mod recorder;
 mod recording;
 mod session;
+mod snapshot;
 mod timed;
 mod tracee;
 
@@ -56,4 +58,5 @@ pub use recording::{Launch, Prepared, Recording, Tick, TICK};
 pub use session::{
     setup, setup_watched, Session, TraceConfig, UserStacks, NO_DELAY_OPTION, SETUP_OPTIONS,
 };
+pub use snapshot::{LiveSnapshot, Refresh, MAX_SPAN};
 pub use tracee::{TraceStats, TracedCommand};

@@ -2,9 +2,11 @@
 //! CPU splices whole pages from `trace_pipe_raw` into a temp file until the
 //! recording is finished, then drains what is left, partial page included.
 //! A trace.dat can be written from the pages so far at any time
-//! ([`Recorder::write`]), which is how `tui --live` refreshes its view.
+//! ([`Recorder::write`]), and a [`LiveSnapshot`] brought up to them
+//! ([`Recorder::refresh`]), which is how `tui --live` refreshes its view.
 
-use crate::output::{write_dat, TempFiles};
+use crate::output::{buffer_data, write_dat, TempFiles};
+use crate::snapshot::{LiveSnapshot, Refresh};
 use anyhow::{Context, Result};
 use nix::fcntl::OFlag;
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -196,6 +198,14 @@ impl Recorder {
         opts: &WriteOptions,
     ) -> Result<WriteSummary> {
         write_dat(path, meta, &self.inst, &self.cpu_files()?, opts)
+    }
+
+    /// Brings `snap` up to the pages so far (all of them once finished),
+    /// with `meta` and the CPU stats of now: only what is new since its
+    /// last update is written (see [`LiveSnapshot::update`]).
+    pub fn refresh(&self, snap: &mut LiveSnapshot, meta: &TraceMeta) -> Result<Refresh> {
+        let buffer = buffer_data(&self.inst, &self.cpu_files()?)?;
+        snap.update(meta, &[buffer])
     }
 }
 

@@ -8,18 +8,21 @@
 //! `saved_cmdlines` merged with those the watch saw.
 //!
 //! A trace.dat can be written at any time ([`Recording::write`]): `record`
-//! writes one once stopped, `tui --live` a snapshot about once a second.
-//! Both get the same metadata ([`Recording::update_meta`]), so what the live
-//! view symbolizes is what `record` would have saved up to then.
+//! writes one once stopped, and so does `tui --live` with `-o`. Meanwhile
+//! `tui --live` brings a snapshot up to date about once a second
+//! ([`Recording::snapshot`], a [`LiveSnapshot`] that grows with the
+//! recording). Both get the same metadata ([`Recording::update_meta`]), so
+//! what the live view symbolizes is what `record` would have saved up to
+//! then.
 //!
 //! Policy stays with the caller: when to stop (signals, the command's
 //! exit), what to print, and the pace of [`Recording::tick`] (every
 //! [`TICK`]).
 
 use crate::{
-    collect_meta, last_comms, setup_watched, Cmdlines, CpuResult, MapsStore, MapsTracker,
-    ProcEvent, ProcWatch, Recorder, Session, SpaceReserve, StackPidScanner, TraceConfig,
-    TracedCommand, UserStacks,
+    collect_meta, last_comms, setup_watched, Cmdlines, CpuResult, LiveSnapshot, MapsStore,
+    MapsTracker, ProcEvent, ProcWatch, Recorder, Refresh, Session, SpaceReserve, StackPidScanner,
+    TraceConfig, TracedCommand, UserStacks,
 };
 use anyhow::Result;
 use std::path::Path;
@@ -368,6 +371,17 @@ impl Recording {
         }
         let meta = self.meta.as_ref().expect("set above");
         self.rec.write(path, meta, opts)
+    }
+
+    /// Brings `snap` up to the pages so far (all once stopped) with the
+    /// metadata of now ([`Recording::update_meta`]): what `tui --live`
+    /// shows. Only what is new since its last update is written, so the
+    /// cost does not grow with the recording (see [`LiveSnapshot`]). The
+    /// reserved space is kept for the file written at the end.
+    pub fn snapshot(&mut self, snap: &mut LiveSnapshot) -> Result<Refresh> {
+        self.update_meta()?;
+        let meta = self.meta.as_ref().expect("set above");
+        self.rec.refresh(snap, meta)
     }
 
     /// Stops (if not yet), closes every file the recording holds in
