@@ -9,10 +9,13 @@
 //! (`ustack_record::Recording`): the same readers, and the same maps and
 //! names gathered for symbolization (the ptrace'd command, the exec and
 //! fork watch, the processes with stacks in the data, `saved_tgids`, the
-//! merged command names). About once a second a snapshot trace.dat is
-//! written from it and the view is refreshed, keeping the selection,
-//! filters and sort. On quit, tracing is restored and, with `-o`, the full
-//! trace is saved.
+//! merged command names). About once a second the snapshot trace.dat the
+//! view shows is brought up to date and the view is refreshed, keeping the
+//! selection, filters and sort: the snapshot grows with the recording
+//! (`ustack_record::LiveSnapshot`), each refresh appends only the pages
+//! recorded since the last one, so its cost does not grow with the
+//! recording. On quit, tracing is restored and, with `-o`, the full trace
+//! is saved.
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -23,9 +26,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::ArgMatches;
 use ustack_printer::select::Selection;
-use ustack_record::{write_options, Launch, Recording, Tick, TraceConfig, TICK};
-use ustack_tracedata::compress::Compression;
-use ustack_tracedata::writer::{FileVersion, WriteOptions};
+use ustack_record::{write_options, Launch, LiveSnapshot, Recording, Tick, TraceConfig, TICK};
+use ustack_tracedata::writer::WriteOptions;
 
 use super::opts::TraceOpts;
 use crate::signals;
@@ -116,16 +118,14 @@ pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
 
 /// The live recording behind the TUI: a [`Recording`], as `record` runs
 /// it, ticked on a thread of its own (so that processes are read at their
-/// exec whatever the view does) while the view writes a snapshot of it
-/// about once a second.
+/// exec whatever the view does) while the view brings its snapshot up to
+/// date about once a second.
 struct LiveRec {
     shared: Arc<Mutex<Shared>>,
-    dir: PathBuf,
-    snaps: u64,
+    snap: LiveSnapshot,
     last_bytes: u64,
     /// The snapshot after the stop was written.
     stopped_shown: bool,
-    last_snap: Option<PathBuf>,
     start: Instant,
 }
 
@@ -200,20 +200,22 @@ fn tick_until_stopped(shared: &Mutex<Shared>, quit: &AtomicBool) {
 }
 
 impl LiveRec {
-    /// Writes the next snapshot; the previous one is unlinked (the TUI may
-    /// still map it, which unlinking keeps valid).
-    fn snapshot(&mut self, s: &mut Shared) -> Result<PathBuf> {
-        let path = self.dir.join(format!("live-{}.dat", self.snaps));
-        self.snaps += 1;
-        let opts = WriteOptions {
-            version: FileVersion::V7,
-            compression: Compression::None,
-        };
-        s.write(&path, &opts)?;
-        if let Some(old) = self.last_snap.replace(path.clone()) {
-            let _ = std::fs::remove_file(old);
+    /// A live view of `shared`'s recording, its snapshot in `dir`.
+    fn new(shared: Arc<Mutex<Shared>>, dir: &Path) -> LiveRec {
+        LiveRec {
+            shared,
+            snap: LiveSnapshot::new(dir),
+            last_bytes: 0,
+            stopped_shown: false,
+            start: Instant::now(),
         }
-        Ok(path)
+    }
+
+    /// Brings the snapshot up to the recording: the pages recorded since
+    /// the last one are appended (the TUI may map the file meanwhile; what
+    /// it was given stays as it is). Returns the file to open again.
+    fn snapshot(&mut self, s: &mut Shared) -> Result<PathBuf> {
+        Ok(s.rec.snapshot(&mut self.snap)?.path)
     }
 }
 
@@ -276,15 +278,7 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
     let mut rec = prep.start(&dir.join("rec"), None)?;
     rec.go()?;
     let shared = Arc::new(Mutex::new(Shared { rec, error }));
-    let mut live = LiveRec {
-        shared: shared.clone(),
-        dir: dir.to_path_buf(),
-        snaps: 0,
-        last_bytes: 0,
-        stopped_shown: false,
-        last_snap: None,
-        start: Instant::now(),
-    };
+    let mut live = LiveRec::new(shared.clone(), dir);
     let first = live.snapshot(&mut lock(&shared))?;
     let quit = Arc::new(AtomicBool::new(false));
     let ticker = {
@@ -331,4 +325,164 @@ fn live_in(args: &Args, config: &TraceConfig, dir: &Path, select: Selection) -> 
         eprintln!("tracer-cli: wrote {}", saved?.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ustack_tracedata::{Item, TraceFile};
+    use ustack_tui::Live;
+
+    /// Bytes this thread has written so far (`wchar` of
+    /// /proc/thread-self/io: write, pwrite and copy_file_range alike).
+    fn thread_written() -> u64 {
+        let io = std::fs::read_to_string("/proc/thread-self/io").unwrap();
+        io.lines()
+            .find_map(|l| l.strip_prefix("wchar: "))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap()
+    }
+
+    /// Every event and loss of every buffer of `f`, in order, with its CPU.
+    fn events(f: &TraceFile) -> Vec<(u32, String)> {
+        let mut v = Vec::new();
+        for b in f.buffers() {
+            for it in f.records(b) {
+                v.push(match it.unwrap() {
+                    Item::Event(r) => (r.cpu, format!("{:?} {} {:?}", b.name, r.ts, r.data)),
+                    Item::Lost { cpu, ts, count } => (cpu, format!("lost {ts} {count:?}")),
+                });
+            }
+        }
+        v
+    }
+
+    /// The events of `cpu` in `v`.
+    fn of_cpu(v: &[(u32, String)], cpu: u32) -> Vec<&str> {
+        v.iter()
+            .filter(|e| e.0 == cpu)
+            .map(|e| e.1.as_str())
+            .collect()
+    }
+
+    fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !ok() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(secs),
+                "timed out: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The live view's snapshots on the host kernel: a refresh after a
+    /// little new data writes about that much (not the megabytes already
+    /// recorded, nor the metadata again), in the same file, which a view
+    /// that opened it before still reads as it was; the last snapshot,
+    /// after the stop, holds exactly the events of the file `-o` saves.
+    #[test]
+    #[ignore = "needs root and tracefs"]
+    fn a_refresh_writes_what_is_new_and_the_last_one_holds_the_saved_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let stop = dir.path().join("stop");
+        // A burst of system calls, then a few now and then until told.
+        let script = format!(
+            "dd if=/dev/zero of=/dev/null bs=16 count=50000 2>/dev/null; echo burst > {0}.burst; \
+             until [ -e {0} ]; do sleep 0.5; done",
+            stop.display()
+        );
+        let argv: Vec<String> = ["/bin/sh", "-c", &script].map(String::from).into();
+        let config = TraceConfig {
+            events: vec![("raw_syscalls".into(), None)],
+            instance: Some(format!("tui-live-snap-{}", std::process::id())),
+            filter_command: true,
+            ..TraceConfig::default()
+        };
+        let prep = Launch::spawn(&argv, true).unwrap().setup(&config).unwrap();
+        let mut rec = prep.start(&dir.path().join("rec"), None).unwrap();
+        rec.go().unwrap();
+        let shared = Arc::new(Mutex::new(Shared { rec, error: None }));
+        let quit = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let (shared, quit) = (shared.clone(), quit.clone());
+            std::thread::spawn(move || tick_until_stopped(&shared, &quit))
+        };
+        let mut live = LiveRec::new(shared.clone(), dir.path());
+        let recorded = || lock(&shared).rec.recorder().total_bytes();
+        let burst = dir.path().join("stop.burst");
+        wait_until("the burst", 60, || burst.exists());
+        // The burst's last pages reach the files.
+        let mut last = 0;
+        wait_until("the burst's pages", 30, || {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = recorded();
+            std::mem::replace(&mut last, now) == now
+        });
+        let before = recorded();
+        assert!(before > 1 << 20, "only {before} bytes recorded");
+        let first = live.poll().0.expect("a first snapshot");
+        let seen = TraceFile::open(&first).unwrap();
+        let seen_events = events(&seen);
+        assert!(seen_events.len() > 20_000, "{} events", seen_events.len());
+
+        // A few new pages, and a refresh.
+        let at_first = recorded();
+        wait_until("new pages", 30, || recorded() >= at_first + 4096);
+        let w0 = thread_written();
+        let second = live.poll().0.expect("a second snapshot");
+        let written = thread_written() - w0;
+        let new = recorded() - before;
+        let whole = std::fs::metadata(&second).unwrap();
+        assert!(
+            written <= new + (256 << 10),
+            "a refresh after {new} new bytes wrote {written} bytes (the whole snapshot: {})",
+            whole.len()
+        );
+        assert_eq!(second, first, "the snapshot grows in place");
+        assert!(
+            events(&seen) == seen_events,
+            "an open view still reads the same"
+        );
+        // Each CPU's events go on from where they were (merged by time, a
+        // new page may come before the last events of another CPU).
+        let grown = events(&TraceFile::open(&second).unwrap());
+        assert!(grown.len() > seen_events.len());
+        for cpu in 0..64 {
+            let (old, new) = (of_cpu(&seen_events, cpu), of_cpu(&grown, cpu));
+            assert!(
+                new.starts_with(&old),
+                "cpu {cpu}: {} then {}",
+                old.len(),
+                new.len()
+            );
+        }
+
+        // The stop: the last snapshot is the saved file.
+        std::fs::write(&stop, "").unwrap();
+        wait_until("the stop", 30, || lock(&shared).rec.is_stopped());
+        let last = live.poll().0.expect("the snapshot of the stop");
+        let last_events = events(&TraceFile::open(&last).unwrap());
+        quit.store(true, Ordering::SeqCst);
+        ticker.join().unwrap();
+        drop(live);
+        assert!(!last.exists(), "the snapshot goes with the view");
+        let mut s = Arc::try_unwrap(shared)
+            .ok()
+            .expect("the only user of the recording")
+            .into_inner()
+            .unwrap();
+        // As run_live saves it on quit.
+        let saved = dir.path().join("saved.dat");
+        s.write(&saved, &write_options(7, None).unwrap()).unwrap();
+        s.rec.restore().unwrap();
+        let saved_events = events(&TraceFile::open(&saved).unwrap());
+        assert!(saved_events.len() > grown.len(), "{}", saved_events.len());
+        assert!(
+            last_events == saved_events,
+            "the last snapshot has {} events, the saved file {}",
+            last_events.len(),
+            saved_events.len()
+        );
+    }
 }
