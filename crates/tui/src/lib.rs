@@ -282,7 +282,12 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         let old = std::mem::replace(&mut app, next);
                         std::thread::spawn(move || drop(old));
                         if !Arc::ptr_eq(&loaded.file, src.file()) {
-                            src = configure(FileSource::new(loaded.file, loaded.buffer));
+                            // A live snapshot keeps libtraceevent's handle.
+                            src = configure(if live_mode {
+                                src.refile(loaded.file, loaded.buffer)
+                            } else {
+                                FileSource::new(loaded.file, loaded.buffer)
+                            });
                         }
                     }
                     // A snapshot that cannot be read keeps the previous
@@ -308,18 +313,19 @@ pub fn run_with(opts: &Options, mut live: Option<&mut dyn Live>) -> Result<(), E
                         .join()
                         .map_err(|_| Error("the live recording's thread died".into()))?;
                     live = Some(l);
-                    let mut failed = None;
+                    // Opened and indexed beside the screen; a snapshot
+                    // that cannot be read keeps the previous view.
                     if let Some(path) = snap {
-                        match Target::open(&path, opts.buffer.as_deref(), app.size, &opts.select) {
-                            Ok(t) => loader = Some(Loader::spawn(t, "showing the last snapshot")),
-                            Err(e) => failed = Some(e),
-                        }
+                        loader = Some(Loader::open(
+                            path,
+                            opts.buffer.clone(),
+                            app.size,
+                            opts.select.clone(),
+                            "showing the last snapshot",
+                        ));
                     }
                     if let (Some(s), true) = (status, app.prompt.is_none()) {
-                        app.message = match failed {
-                            Some(e) => format!("{s} | cannot read the snapshot: {e}"),
-                            None => s,
-                        };
+                        app.message = s;
                     }
                 }
             }

@@ -9,7 +9,7 @@
 //! A live snapshot is indexed the same way, so that the screen answers
 //! keys while a large snapshot is read.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, TryRecvError};
 use std::sync::Arc;
@@ -135,6 +135,30 @@ impl Loader {
     /// Starts indexing all of `target`; `showing` says what the screen
     /// shows until it is done.
     pub fn spawn(target: Target, showing: &str) -> Loader {
+        Loader::start(move || Ok(target), showing)
+    }
+
+    /// [`Loader::spawn`] on the file at `path`, opened on the loader's
+    /// thread too ([`Target::open`]), so that the screen does not wait for
+    /// its metadata to be read (a live snapshot, every second).
+    pub fn open(
+        path: PathBuf,
+        buffer: Option<String>,
+        size: (u16, u16),
+        select: Selection,
+        showing: &str,
+    ) -> Loader {
+        Loader::start(
+            move || Target::open(&path, buffer.as_deref(), size, &select),
+            showing,
+        )
+    }
+
+    /// Indexes all of what `target` opens on a thread of its own.
+    fn start(
+        target: impl FnOnce() -> Result<Target, Error> + Send + 'static,
+        showing: &str,
+    ) -> Loader {
         let (tx, rx) = mpsc::channel();
         let permille = Arc::new(AtomicU64::new(0));
         let cancel = Arc::new(AtomicBool::new(false));
@@ -147,10 +171,12 @@ impl Loader {
                 );
                 !c.load(Ordering::Relaxed)
             };
-            let res = target.app(Extent::All, progress).map(|(app, _)| Loaded {
-                app,
-                file: target.file,
-                buffer: target.buffer,
+            let res = target().and_then(|target| {
+                target.app(Extent::All, progress).map(|(app, _)| Loaded {
+                    app,
+                    file: target.file,
+                    buffer: target.buffer,
+                })
             });
             // The screen may be gone (the user quit): nothing to tell.
             let _ = tx.send(res);

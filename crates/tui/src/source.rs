@@ -57,6 +57,26 @@ impl FileSource {
         }
     }
 
+    /// This source over `file`, a later snapshot of the same recording
+    /// (`tui --live`): the symbolizer is built again, for the process maps
+    /// gathered since, but libtraceevent's handle is kept. Building that
+    /// again takes tens of milliseconds (it loads kallsyms), on the
+    /// screen's time at every refresh, and what it is built from (the
+    /// event formats, kallsyms and printk formats) is the same in every
+    /// snapshot of a recording; its command names stay the first
+    /// snapshot's, which the info text does not print. Set
+    /// [`FileSource::with_symfs`] and
+    /// [`FileSource::with_live_maps`] again after it.
+    pub fn refile(self, file: Arc<TraceFile>, buffer: usize) -> Self {
+        let sym = file::symbolizer(&file);
+        FileSource {
+            file,
+            buffer,
+            sym,
+            texts: self.texts,
+        }
+    }
+
     /// The file.
     pub fn file(&self) -> &Arc<TraceFile> {
         &self.file
