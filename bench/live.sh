@@ -9,12 +9,14 @@
 # In a 160x45 tmux pane, `tracer-cli tui --live -B INST -e raw_syscalls -o
 # FILE -- ustack-bench load --secs S --rate R` (R syscalls/s per CPU, default
 # 20000: about 80,000 events/s on 2 CPUs). Every 30 s it samples the TUI's
-# RSS (VmRSS) and sends `2` or `1` (the events tab, the groups tab), timing
-# how long the screen takes to change (polled every 5 ms). (`j`/`k` change
-# nothing on the screen when there are no groups, as without stacks: the
-# time measured was then that to the next refresh of the status line.) At
-# the end it quits with `q` and counts the events and drops of the saved
-# file (`report --stat`).
+# RSS (VmRSS) and the bytes it has written so far (wchar of /proc/PID/io:
+# write, pwrite, copy_file_range, so the live snapshots; the recorder's
+# splices are not counted), and sends `2` or `1` (the events tab, the
+# groups tab), timing how long the screen takes to change (polled every
+# 5 ms). (`j`/`k` change nothing on the screen when there are no groups,
+# as without stacks: the time measured was then that to the next refresh
+# of the status line.) At the end it quits with `q` and counts the events
+# and drops of the saved file (`report --stat`).
 # Needs root, a tracefs, tmux. Prints a Markdown table.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$(readlink -f "$0")")/.." && pwd)
@@ -43,13 +45,14 @@ until screen | grep -q "live: recording"; do sleep 0.1; done
 # The pane's tracer-cli (not another one of this machine).
 pid=$(pgrep -P "$(tmux display -p -t "$S" "#{pane_pid}")" -x tracer-cli)
 
-echo "| s | RSS MiB | key answered in ms | status line |"
-echo "|---|---|---|---|"
+echo "| s | RSS MiB | written MiB | key answered in ms | status line |"
+echo "|---|---|---|---|---|"
 key=2
 start=$(date +%s)
 while [ $(($(date +%s) - start)) -lt "$SECS" ]; do
 	sleep 30
 	rss=$(awk '/^VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$pid/status")
+	wrote=$(awk '/^wchar/ { printf "%d", $2 / 1048576 }' "/proc/$pid/io")
 	# a key's answer: the other tab is drawn
 	before=$(screen)
 	t0=$(date +%s%N)
@@ -60,7 +63,7 @@ while [ $(($(date +%s) - start)) -lt "$SECS" ]; do
 	done
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ "$key" = 2 ] && key=1 || key=2
-	echo "| $(($(date +%s) - start)) | $rss | $ms | $(screen | tail -1 | cut -c1-70 | tr "|" "/") |"
+	echo "| $(($(date +%s) - start)) | $rss | $wrote | $ms | $(screen | tail -1 | cut -c1-70 | tr "|" "/") |"
 done
 hwm=$(awk '/^VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$pid/status")
 until screen | grep -q "live: stopped"; do sleep 0.5; done
