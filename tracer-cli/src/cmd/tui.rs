@@ -365,6 +365,26 @@ mod tests {
             .collect()
     }
 
+    /// Ends the test's recording, also when the test fails: the command
+    /// is told to stop and the ticking thread is stopped and joined, so
+    /// that the recording is dropped with the test's last references and
+    /// its guard removes the instance.
+    struct Ending {
+        stop: PathBuf,
+        quit: Arc<AtomicBool>,
+        ticker: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Drop for Ending {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.stop, "");
+            self.quit.store(true, Ordering::SeqCst);
+            if let Some(t) = self.ticker.take() {
+                let _ = t.join();
+            }
+        }
+    }
+
     fn wait_until(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !ok() {
@@ -386,11 +406,13 @@ mod tests {
     fn a_refresh_writes_what_is_new_and_the_last_one_holds_the_saved_events() {
         let dir = tempfile::tempdir().unwrap();
         let stop = dir.path().join("stop");
-        // A burst of system calls, then a few now and then until told.
+        // A burst of system calls, then a few now and then until told (or
+        // the test's directory is gone, or two minutes passed).
         let script = format!(
             "dd if=/dev/zero of=/dev/null bs=16 count=50000 2>/dev/null; echo burst > {0}.burst; \
-             until [ -e {0} ]; do sleep 0.5; done",
-            stop.display()
+             i=0; until [ -e {0} ] || [ ! -d {1} ] || [ $i -ge 240 ]; do i=$((i+1)); sleep 0.5; done",
+            stop.display(),
+            dir.path().display()
         );
         let argv: Vec<String> = ["/bin/sh", "-c", &script].map(String::from).into();
         let config = TraceConfig {
@@ -409,6 +431,12 @@ mod tests {
             std::thread::spawn(move || tick_until_stopped(&shared, &quit))
         };
         let mut live = LiveRec::new(shared.clone(), dir.path());
+        // Dropped first, also when an assertion fails.
+        let ending = Ending {
+            stop: stop.clone(),
+            quit,
+            ticker: Some(ticker),
+        };
         let recorded = || lock(&shared).rec.recorder().total_bytes();
         let burst = dir.path().join("stop.burst");
         wait_until("the burst", 60, || burst.exists());
@@ -463,8 +491,7 @@ mod tests {
         wait_until("the stop", 30, || lock(&shared).rec.is_stopped());
         let last = live.poll().0.expect("the snapshot of the stop");
         let last_events = events(&TraceFile::open(&last).unwrap());
-        quit.store(true, Ordering::SeqCst);
-        ticker.join().unwrap();
+        drop(ending);
         drop(live);
         assert!(!last.exists(), "the snapshot goes with the view");
         let mut s = Arc::try_unwrap(shared)
