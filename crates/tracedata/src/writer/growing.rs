@@ -1,6 +1,6 @@
 //! A version 7 trace.dat that grows with a recording: [`GrowingTraceDat`].
 
-use super::v7::{section_header, Strings};
+use super::v7::{fixed_sections, section_header, Strings};
 use super::*;
 use std::io::{Seek, SeekFrom};
 
@@ -157,29 +157,7 @@ impl GrowingTraceDat {
         put_u64(&mut front, 0);
         let mut strings = Strings::default();
         let mut fixed = Vec::new();
-        let sections: [(u16, &str, Vec<u8>); 5] = [
-            (option::HEADER_INFO, "headers", header_info_payload(meta)),
-            (
-                option::FTRACE_EVENTS,
-                "ftrace events",
-                ftrace_events_payload(meta)?,
-            ),
-            (
-                option::EVENT_FORMATS,
-                "events format",
-                event_formats_payload(meta)?,
-            ),
-            (
-                option::KALLSYMS,
-                "kallsyms",
-                sized32_payload(&meta.kallsyms, "kallsyms")?,
-            ),
-            (
-                option::PRINTK,
-                "printk",
-                sized32_payload(&meta.printk_formats, "printk formats")?,
-            ),
-        ];
+        let sections = fixed_sections(meta)?;
         for (id, desc, payload) in &sections {
             fixed.push((*id, front.len() as u64));
             let d = strings.add(desc);

@@ -178,28 +178,10 @@ impl V7<'_> {
     }
 }
 
-pub(super) fn write_v7(
-    out: &mut Out,
-    meta: &TraceMeta,
-    buffers: &[BufferData],
-    comp: Compression,
-) -> Result<Vec<BufferSummary>> {
-    out.bytes(&file_start(meta, FileVersion::V7))?;
-    out.bytes(&cstring(comp.name()))?;
-    out.bytes(&cstring(&comp.version()))?;
-    let options_ptr = out.pos;
-    out.u64(0)?;
-
-    let compressor = Compressor::new(comp).map_err(|e| out.err(e).context("zstd"))?;
-    let mut w = V7 {
-        out,
-        strings: Strings::default(),
-        comp,
-        compressor,
-    };
-
-    let mut opts = Vec::new();
-    let metadata: [(u16, &str, Vec<u8>); 6] = [
+/// The metadata sections that do not change while a recording goes on:
+/// (option id, description, payload), in file order.
+pub(super) fn fixed_sections(meta: &TraceMeta) -> Result<Vec<(u16, &'static str, Vec<u8>)>> {
+    Ok(vec![
         (option::HEADER_INFO, "headers", header_info_payload(meta)),
         (
             option::FTRACE_EVENTS,
@@ -221,12 +203,36 @@ pub(super) fn write_v7(
             "printk",
             sized32_payload(&meta.printk_formats, "printk formats")?,
         ),
-        (
-            option::CMDLINES,
-            "command lines",
-            sized64_payload(&meta.cmdlines),
-        ),
-    ];
+    ])
+}
+
+pub(super) fn write_v7(
+    out: &mut Out,
+    meta: &TraceMeta,
+    buffers: &[BufferData],
+    comp: Compression,
+) -> Result<Vec<BufferSummary>> {
+    out.bytes(&file_start(meta, FileVersion::V7))?;
+    out.bytes(&cstring(comp.name()))?;
+    out.bytes(&cstring(&comp.version()))?;
+    let options_ptr = out.pos;
+    out.u64(0)?;
+
+    let compressor = Compressor::new(comp).map_err(|e| out.err(e).context("zstd"))?;
+    let mut w = V7 {
+        out,
+        strings: Strings::default(),
+        comp,
+        compressor,
+    };
+
+    let mut opts = Vec::new();
+    let mut metadata = fixed_sections(meta)?;
+    metadata.push((
+        option::CMDLINES,
+        "command lines",
+        sized64_payload(&meta.cmdlines),
+    ));
     for (id, desc, payload) in &metadata {
         let at = w.section(*id, desc, payload, true)?;
         opts.push((*id, at.to_ne_bytes().to_vec()));
