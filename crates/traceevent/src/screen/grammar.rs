@@ -250,10 +250,8 @@ impl<'a> Parser<'_, 'a> {
                 self.expr()?;
                 self.expect(b')')
             }
-            Some(Tok::Punct(b'{')) => {
-                self.pos += 1;
-                self.arguments(b'}')
-            }
+            // A brace list is an argument of a helper (`arguments`),
+            // never an operand: libtraceevent crashes on a bare one.
             _ => Err(self.pos),
         }
     }

@@ -129,6 +129,25 @@ fn operands_without_an_operator_are_refused() {
 }
 
 #[test]
+fn a_brace_list_outside_a_helper_call_is_refused() {
+    // Found by the fuzzer (a deadly signal in libtraceevent on
+    // `"\t,u/", { 1, "A" }, l6`): kernels write brace lists only as the
+    // tables of __print_symbolic() and __print_flags().
+    refused(
+        "\"\t,u/\", { 1, \"A\" }, l6",
+        "'{' where a kernel's print fmt has none",
+    );
+    refused(
+        r#""%d", REC->value + { 1 }"#,
+        "'{' where a kernel's print fmt has none",
+    );
+    assert_eq!(
+        verdict(r#""%s", __print_symbolic(REC->value, { 0, "a" }, { 1, "b" })"#),
+        Ok(())
+    );
+}
+
+#[test]
 fn bytes_that_are_no_c_operator_are_refused() {
     // Found by the fuzzer (SIGSEGV while parsing `R>E:l / 01 ? u : s`m`).
     refused(r#""", REC->value ? 1 : 2 ` 3"#, "'`' is no C operator");
