@@ -71,13 +71,19 @@ fn first_kernel_frame(file: &Path) -> u64 {
     u64::from_str_radix(hex, 16).unwrap()
 }
 
-/// An `  Event: ` block's place in trace-cmd's sort: `sched_switch` and
-/// `sched_wakeup` lines never tie; others tie on event name and total.
+/// An `  Event: ` block's place in trace-cmd's sort: `sched_switch` lines
+/// never tie (sorted by state); `sched_wakeup` lines all tie (trace-cmd's
+/// compare_events leaves them in hash order: two wakeups of one task with
+/// the same total came out either way); others tie on event name and
+/// total.
 fn tie_key(line: &str) -> String {
     let rest = line.trim_start_matches("  Event: ");
     let name = rest.split(':').next().unwrap_or("");
-    if name == "sched_switch" || name == "sched_wakeup" {
+    if name == "sched_switch" {
         return line.to_string();
+    }
+    if name == "sched_wakeup" {
+        return name.to_string();
     }
     let total = rest
         .split(" Total: ")
