@@ -85,6 +85,18 @@ pub struct Written {
 }
 
 impl Written {
+    /// The text view's closing comment lines: unresolved frames, and a
+    /// trace cut short.
+    pub(crate) fn write_comments(&self, out: &mut dyn Write) -> std::io::Result<()> {
+        if let Some(line) = self.unresolved_line() {
+            writeln!(out, "# {line}")?;
+        }
+        if let Some(e) = &self.cut_short {
+            writeln!(out, "# trace data cut short: {e}")?;
+        }
+        Ok(())
+    }
+
     /// Readies group `d` for output (tracing-internal kernel frames left
     /// out unless `internal`) and counts its user frames.
     pub(crate) fn shown(&mut self, d: &mut GroupDetail, internal: bool) {
@@ -171,12 +183,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         json_end(&written, out)?;
     }
     if mode == Mode::Text {
-        if let Some(line) = written.unresolved_line() {
-            writeln!(out, "# {line}")?;
-        }
-        if let Some(e) = &written.cut_short {
-            writeln!(out, "# trace data cut short: {e}")?;
-        }
+        written.write_comments(out)?;
     }
     Ok(written)
 }
@@ -205,14 +212,26 @@ impl Summary {
         for g in idx.stitched.groups.iter() {
             statuses[g.status as usize] += 1;
         }
+        let shown = shown.then_some((chosen.groups.len(), chosen.event_count));
+        Summary::with_statuses(idx, statuses, shown)
+    }
+
+    /// The summary of `idx` whose groups per status are `statuses` (a
+    /// streamed view counts those it handed out, which the index does not
+    /// keep); `shown` with a selection.
+    pub(crate) fn with_statuses(
+        idx: &Index,
+        statuses: [usize; 4],
+        shown: Option<(usize, usize)>,
+    ) -> Summary {
         let groups = &idx.stitched.groups;
         Summary {
             events: idx.events.len(),
             statuses,
             drops: drops_text(idx),
-            shown: shown.then_some((chosen.groups.len(), chosen.event_count)),
+            shown,
             kernel_only: !groups.is_empty() && groups.get(0).kind == GroupKind::Kernel,
-            no_stacks: groups.is_empty() && idx.stitched.stacks.is_empty(),
+            no_stacks: statuses.iter().sum::<usize>() == 0 && idx.stitched.stacks.is_empty(),
         }
     }
 

@@ -16,7 +16,7 @@ use std::io::Write;
 use anyhow::Result;
 use ustack_stitch::trace::Index;
 use ustack_stitch::view::{self, GroupDetail};
-use ustack_stitch::{file, EventRef, Group, GroupKind, Stacks};
+use ustack_stitch::{file, EventRef, Group, Stacks};
 use ustack_symbolize::Symbolizer;
 use ustack_tracedata::TraceFile;
 
@@ -55,7 +55,6 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
         return Err(e.into());
     }
     // A trace without user stacks has its kernel-only groups at the end.
-    let kernel_only = !idx.stitched.groups.is_empty();
     let st = &idx.stitched;
     for g in st.groups.iter() {
         if !w.group(&idx, &st.stacks, &g, st.groups.events(&g)) {
@@ -65,7 +64,7 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     if let Some(e) = w.error.take() {
         return Err(e.into());
     }
-    w.end(&idx, kernel_only)?;
+    w.end(&idx)?;
     Ok(w.written)
 }
 
@@ -152,31 +151,20 @@ impl Streamer<'_> {
     }
 
     /// The summary, once the whole trace is read.
-    fn end(&mut self, idx: &Index, kernel_only: bool) -> std::io::Result<()> {
+    fn end(&mut self, idx: &Index) -> std::io::Result<()> {
         self.written.cut_short = idx.error.as_ref().map(|e| e.to_string());
         if self.view.mode == Mode::Json {
             write!(self.out, "\n],\"events\":{},\"drops\":", idx.events.len())?;
             serde_json::to_writer(&mut *self.out, &stacks::json_drops(idx))?;
             return stacks::json_end(&self.written, self.out);
         }
-        let summary = Summary {
-            events: idx.events.len(),
-            statuses: self.statuses,
-            drops: stacks::drops_text(idx),
-            shown: (!self.view.select.is_all()).then_some(self.shown),
-            kernel_only: kernel_only && idx.stitched.groups.get(0).kind == GroupKind::Kernel,
-            no_stacks: self.statuses.iter().sum::<usize>() == 0 && idx.stitched.stacks.is_empty(),
-        };
+        let shown = (!self.view.select.is_all()).then_some(self.shown);
+        let summary = Summary::with_statuses(idx, self.statuses, shown);
         if self.groups > 0 {
             writeln!(self.out)?;
         }
         summary.write(self.out)?;
-        if let Some(line) = self.written.unresolved_line() {
-            writeln!(self.out, "# {line}")?;
-        }
-        if let Some(e) = &self.written.cut_short {
-            writeln!(self.out, "# trace data cut short: {e}")?;
-        }
+        self.written.write_comments(self.out)?;
         Ok(())
     }
 }
