@@ -97,25 +97,44 @@ pub fn check_format(f: &EventFormat) -> Option<String> {
 }
 
 fn print_fmt_refusal(print_fmt: &str, fields: &[Field]) -> Option<String> {
-    if let Some(why) = unclosed_literal(print_fmt) {
-        return Some(why);
-    }
     let toks = tokenize(print_fmt);
-    nesting(&toks)
-        .or_else(|| foreign_punct(&toks))
-        .or_else(|| unbalanced(&toks))
-        .or_else(|| statement_only(&toks))
-        .or_else(|| missing_operator(&toks))
-        .or_else(|| stray_semicolon(&toks))
+    let toks = parsed_by_libtraceevent(&toks);
+    if toks.is_empty() {
+        return None;
+    }
+    if toks.last() == Some(&Tok::OpenLiteral) {
+        // libtraceevent crashes (SIGSEGV) parsing the rest of the line as
+        // one argument.
+        return Some("an argument literal that is never closed".into());
+    }
+    nesting(toks)
+        .or_else(|| foreign_punct(toks))
+        .or_else(|| unbalanced(toks))
+        .or_else(|| statement_only(toks))
+        .or_else(|| missing_operator(toks))
+        .or_else(|| stray_semicolon(toks))
         .or_else(|| widths(print_fmt))
-        .or_else(|| print_counts(&toks))
-        .or_else(|| {
-            let fmt_start = print_fmt.find('"')?;
-            let args = &print_fmt[literal_end(print_fmt.as_bytes(), fmt_start)..];
-            unsafe_division(&tokenize(args), fields)
-        })
-        .or_else(|| foreign_member(&toks))
-        .or_else(|| grammar::refusal(&toks))
+        .or_else(|| print_counts(toks))
+        .or_else(|| unsafe_division(toks, fields))
+        .or_else(|| foreign_member(toks))
+        .or_else(|| grammar::refusal(toks))
+}
+
+/// The tokens of a print fmt that libtraceevent parses as one: all of
+/// them, or none when it gives up before the first argument, which is
+/// safe (it keeps the event and prints its records as
+/// `[FAILED TO PARSE] field=value ...`). It gives up unless the print fmt
+/// starts with a string (adjacent ones are one) that ends, followed by a
+/// `,` or by nothing. A kernel's tab ends a string for it (see
+/// [`literal_close`]), so maple_tree's `"%s\tNode: %p ...", REC->fn, ...`
+/// is such a print fmt, and the arguments it never reads are not screened.
+fn parsed_by_libtraceevent<'t, 'a>(toks: &'t [Tok<'a>]) -> &'t [Tok<'a>] {
+    let strings = toks.iter().take_while(|t| **t == Tok::Literal).count();
+    match toks.get(strings) {
+        _ if strings == 0 => &[],
+        None | Some(Tok::Punct(b',')) => toks,
+        Some(_) => &[],
+    }
 }
 
 fn is_print_fmt_line(trimmed: &str) -> bool {
@@ -164,6 +183,9 @@ pub fn without_print_fmt(format: &[u8]) -> Vec<u8> {
 enum Tok<'a> {
     /// A string or char literal (its text does not matter here).
     Literal,
+    /// A literal that nothing ends before the end of the text (always the
+    /// last token).
+    OpenLiteral,
     /// A number as written, suffixes included (`1000`, `0x10`, `1000L`).
     Number(&'a str),
     /// An identifier or keyword.
@@ -176,66 +198,34 @@ enum Tok<'a> {
 fn tok_text(t: &Tok<'_>) -> String {
     match *t {
         Tok::Literal => "\"...\"".to_string(),
+        Tok::OpenLiteral => "\"...".to_string(),
         Tok::Number(s) | Tok::Ident(s) => s.to_string(),
         Tok::Punct(c) => (c as char).to_string(),
     }
 }
 
-/// The end of the string or char literal that starts at `s[start]` (the
-/// index after its closing quote, or `s.len()` if it is not closed).
+/// The end of the string or char literal that starts at `s[start]` (see
+/// [`literal_close`]), or `s.len()` if nothing ends it.
 fn literal_end(s: &[u8], start: usize) -> usize {
     literal_close(s, start).unwrap_or(s.len())
 }
 
-/// The index after the closing quote of the literal at `s[start]`, or
-/// `None` if it is never closed.
+/// The index after the last byte of the literal at `s[start]` as
+/// libtraceevent 1.7 reads it, or `None` if nothing ends it before the
+/// end of the text. Its tokenizer ends a literal at its quote, and also at
+/// any byte that is neither printable nor a newline, such as a tab, which
+/// it takes for the closing quote: `"\t,u/", 1` is to it an empty string,
+/// then `, u / ", 1"`, which it divides by zero (SIGFPE) while folding
+/// constants. Either byte goes into the literal when a backslash comes
+/// just before it, even the second of `\\`.
 fn literal_close(s: &[u8], start: usize) -> Option<usize> {
     let quote = s[start];
-    let mut i = start + 1;
-    while i < s.len() {
-        match s[i] {
-            b'\\' => i += 2,
-            c if c == quote => return Some(i + 1),
-            _ => i += 1,
-        }
-    }
-    None
-}
-
-/// An argument literal that is never closed on the line: libtraceevent
-/// crashes (SIGSEGV) parsing the rest of the line as one. The format
-/// string itself, the first literal, may go on past the line (the kernel
-/// writes multi-line ones, as ext4_fc_stats's), but not with a control
-/// character in it (`"\t,u/K`: SIGFPE). A control character in an
-/// argument literal (`"\t/R"`) makes it divide by zero (SIGFPE) too;
-/// kernels write them only in closed format strings (maple_tree's tabs).
-fn unclosed_literal(text: &str) -> Option<String> {
-    let s = text.as_bytes();
-    let mut i = 0;
-    let mut first = true;
-    while i < s.len() {
-        if s[i] == b'"' || s[i] == b'\'' {
-            match literal_close(s, i) {
-                Some(end) if !first && s[i..end].iter().any(u8::is_ascii_control) => {
-                    return Some("a control character in an argument literal".into());
-                }
-                Some(end) => i = end,
-                // Read on to the end of the input by libtraceevent, where a
-                // tab makes it divide by zero as in an argument literal.
-                None if first && s[i..].iter().any(u8::is_ascii_control) => {
-                    return Some(
-                        "a control character in a format string that is never closed".into(),
-                    );
-                }
-                None if first => return None,
-                None => return Some("an argument literal that is never closed".into()),
-            }
-            first = false;
-            continue;
-        }
-        i += 1;
-    }
-    None
+    (start + 1..s.len())
+        .find(|&i| {
+            let c = s[i];
+            s[i - 1] != b'\\' && (c == quote || !(c == b'\n' || (b' '..=b'~').contains(&c)))
+        })
+        .map(|i| i + 1)
 }
 
 /// Splits C expression text into tokens, keeping the contents of string
@@ -255,8 +245,16 @@ fn tokenize(text: &str) -> Vec<Tok<'_>> {
         if c.is_ascii_whitespace() {
             i += 1;
         } else if c == b'"' || c == b'\'' {
-            i = literal_end(s, i);
-            out.push(Tok::Literal);
+            match literal_close(s, i) {
+                Some(end) => {
+                    out.push(Tok::Literal);
+                    i = end;
+                }
+                None => {
+                    out.push(Tok::OpenLiteral);
+                    i = s.len();
+                }
+            }
         } else if c.is_ascii_digit() {
             let e = word(i);
             out.push(Tok::Number(&text[i..e]));

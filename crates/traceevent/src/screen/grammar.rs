@@ -152,7 +152,7 @@ impl<'a> Parser<'_, 'a> {
         match self.toks.get(i) {
             Some(Tok::Literal | Tok::Number(_) | Tok::Ident(_)) => true,
             Some(Tok::Punct(c)) => *c == b'(' || PREFIX_OPS.contains(c),
-            None => false,
+            Some(Tok::OpenLiteral) | None => false,
         }
     }
 
