@@ -1034,3 +1034,79 @@ fn cmdlines_size_from_another_read_of_saved_cmdlines() {
         assert!(e.contains("CMDLINES section"), "{e}");
     }
 }
+
+/// Resident bytes of the mappings of `path` in this process.
+fn resident_of(path: &std::path::Path) -> usize {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let name = path.to_str().unwrap();
+    let mut ours = false;
+    let mut kib = 0;
+    for l in smaps.lines() {
+        if l.split_whitespace().next().is_some_and(|a| a.contains('-')) && l.contains(' ') {
+            ours = l.ends_with(name);
+        } else if let (true, Some(v)) = (ours, l.strip_prefix("Rss:")) {
+            kib += v.trim().trim_end_matches(" kB").parse::<usize>().unwrap();
+        }
+    }
+    kib << 10
+}
+
+/// Drops `path` from the page cache, so that reading it comes with the
+/// kernel's readahead (and its large folios), as for a file recorded
+/// earlier.
+fn uncache(path: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::File::open(path).unwrap();
+    f.sync_all().unwrap();
+    // SAFETY: fadvise only advises the kernel on the cache of an open file.
+    let r = unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(r, 0);
+}
+
+/// Reading a mapped file from start to end keeps only about what is being
+/// read resident, compressed or not (the pages the kernel maps again
+/// behind the reader are the unit tests' of `reader::records`).
+#[test]
+fn a_whole_read_keeps_little_of_the_file_resident() {
+    // 64 MiB of pages of incompressible payloads, so that the compressed
+    // frames are as large as the data.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut pages = Vec::new();
+    for p in 0..(64 << 20) / PAGE {
+        let mut b = PageBuilder::new(1000 * p as u64);
+        for _ in 0..3 {
+            let mut ev = payload(10, 0);
+            ev.extend((0..1200).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            }));
+            b = b.event(1, &ev, false);
+        }
+        pages.extend(b.finish(PAGE).unwrap());
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    for codec in [Codec::None, Codec::Zstd] {
+        let path = dir.path().join(format!("{codec:?}.dat"));
+        let bytes = build_v7_chunked(codec, "", vec![pages.clone()], blob64(CMDLINES), 64 * PAGE);
+        std::fs::write(&path, &bytes).unwrap();
+        uncache(&path);
+        let f = TraceFile::open(&path).unwrap();
+        let (mut n, mut most) = (0, 0);
+        for it in f.records(&f.buffers()[0]) {
+            it.unwrap();
+            n += 1;
+            if n % 512 == 0 {
+                most = most.max(resident_of(&path));
+            }
+        }
+        assert_eq!(n, 3 * pages.len() / PAGE, "{codec:?}");
+        assert!(
+            most < 8 << 20,
+            "{codec:?}: {} KiB of the {} KiB file resident",
+            most >> 10,
+            bytes.len() >> 10
+        );
+    }
+}

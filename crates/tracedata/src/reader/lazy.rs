@@ -26,6 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use super::codec::{ChunkDecoder, Codec, MAX_UNCOMPRESSED};
+use super::records::MAPPED_AROUND;
 use super::sections::Cur;
 use crate::error::{Error, ErrorKind, Result};
 use crate::limits::{self, Budget};
@@ -200,6 +201,9 @@ impl LazyData {
         let mut chunks = Vec::new();
         let mut total = 0usize;
         let mut released = r.start;
+        // Reading a header maps the file pages around it again (see
+        // MAPPED_AROUND), some of them behind the last release.
+        let behind = |at: usize| at.saturating_sub(MAPPED_AROUND).max(r.start);
         for i in 0..count {
             let at = c.base + c.pos as u64;
             let ctx = |e: Error| e.context(format!("chunk {i}")).at(at);
@@ -223,11 +227,11 @@ impl LazyData {
                 size: usize_,
             });
             if start + csize >= released + WRITE_BACK_STEP {
-                release(released..start + csize);
+                release(behind(released)..start + csize);
                 released = start + csize;
             }
         }
-        release(released..r.end);
+        release(behind(released)..r.end);
         budget.take(total).map_err(|e| e.at(off))?;
         Ok(LazyData {
             codec,

@@ -429,10 +429,13 @@ impl Behind<'_> {
         if offset < self.released + Self::STEP {
             return;
         }
+        // From MAPPED_AROUND back: the reads since the last release mapped
+        // pages behind it again.
+        let from = self.released.saturating_sub(MAPPED_AROUND);
         match &mut self.pages {
-            Released::Map(map, at) => dont_need(map, *at + self.released, offset - self.released),
+            Released::Map(map, at) => dont_need(map, *at + from, offset - from),
             Released::Lazy(l, frames) => {
-                l.release(self.released..offset);
+                l.release(from..offset);
                 if let Some(frames) = frames {
                     let done = l.frames_decoded();
                     frames.release(done.start, done.end, 1);
@@ -442,6 +445,14 @@ impl Behind<'_> {
         self.released = offset;
     }
 }
+
+/// How far behind the page it faults on the kernel may map the pages of a
+/// file that are in its page cache: the fault-around window
+/// (`fault_around_bytes`, 64 KiB by default), and the whole large folio
+/// the page is in (ext4 and tmpfs make folios up to a PMD, 2 MiB on
+/// x86-64; 256 KiB ones are common). Pages given back before a read come
+/// back with it, so a release goes back this far.
+pub(super) const MAPPED_AROUND: usize = 2 << 20;
 
 /// Bytes a reader moves on between two releases of the pages behind it.
 pub(super) const RELEASE_STEP: usize = 1 << 20;
@@ -463,8 +474,11 @@ impl<'a> FramePages<'a> {
     /// Gives back the frame pages of the file range `start..end` not given
     /// back yet, once that is at least `min_step` bytes.
     pub(super) fn release(&mut self, start: usize, end: usize, min_step: usize) {
-        let start = self.from.max(start);
-        if end > start && end - start >= min_step {
+        let new = self.from.max(start);
+        if end > new && end - new >= min_step {
+            // Reading the next frame maps file pages around it again, some
+            // of them behind `from` (see MAPPED_AROUND).
+            let start = self.from.saturating_sub(MAPPED_AROUND).max(start);
             dont_need(self.map, start, end - start);
             self.from = end;
         }
@@ -479,4 +493,59 @@ pub(super) fn dont_need(map: &memmap2::Mmap, start: usize, len: usize) {
     // file bytes again, so no borrowed slice sees a change. Callers pass a
     // range within the map (data cut from it).
     let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, len) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Seek, SeekFrom};
+
+    /// Whether the page of `map` at `offset` is mapped in this process
+    /// (bit 63 of its /proc/self/pagemap entry).
+    fn present(map: &memmap2::Mmap, offset: usize) -> bool {
+        let page = (map.as_ptr() as usize + offset) / 4096;
+        let mut f = std::fs::File::open("/proc/self/pagemap").unwrap();
+        f.seek(SeekFrom::Start(page as u64 * 8)).unwrap();
+        let mut e = [0u8; 8];
+        f.read_exact(&mut e).unwrap();
+        u64::from_le_bytes(e) >> 63 == 1
+    }
+
+    fn touch(map: &memmap2::Mmap, r: Range<usize>) -> u8 {
+        r.step_by(4096).fold(0, |a, i| a ^ map[i])
+    }
+
+    /// A read after a release maps pages behind it again (the kernel's
+    /// fault-around and large folios, simulated here by reading such a
+    /// page): the next release gives them back too. Each release here ends
+    /// in another 2 MiB block than the page behind, so that no huge page
+    /// mapping of the file is split, which would unmap it anyway.
+    #[test]
+    fn a_release_gives_back_what_reads_mapped_behind_the_last_one() {
+        const MIB: usize = 1 << 20;
+        let mut f = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut f, &vec![1u8; 8 * MIB]).unwrap();
+        // SAFETY: the file is unlinked and only this test has it.
+        let map = unsafe { memmap2::Mmap::map(&f) }.unwrap();
+        let behind = 2 * MIB - 4096;
+
+        let mut frames = FramePages::new(&map);
+        touch(&map, 0..2 * MIB);
+        frames.release(0, 2 * MIB, 1);
+        touch(&map, behind..3 * MIB);
+        assert!(present(&map, behind));
+        frames.release(0, 3 * MIB, 1);
+        assert!(!present(&map, behind));
+
+        let mut reader = Behind {
+            pages: Released::Map(&map, 0),
+            released: 0,
+        };
+        touch(&map, 0..2 * MIB);
+        reader.release_to(2 * MIB);
+        touch(&map, behind..2 * MIB + RELEASE_STEP);
+        assert!(present(&map, behind));
+        reader.release_to(2 * MIB + RELEASE_STEP);
+        assert!(!present(&map, behind));
+    }
 }
