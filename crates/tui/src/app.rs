@@ -71,7 +71,7 @@ pub struct App {
     /// Where the group list is (rows of `groups`).
     pub groups_at: ListCursor,
     /// Visible events (seqs), `None` when unfiltered (all of them).
-    pub events: Option<Vec<u32>>,
+    pub events: Option<SpillVec<u32>>,
     /// Where the event list is.
     pub events_at: ListCursor,
     /// Detail pane scroll.
@@ -346,9 +346,14 @@ impl App {
             .unwrap_or(0);
         self.dscroll = 0;
         self.tree = None;
-        // The filters may have read every event's entry: give the pages
-        // of the spilled index back.
+        // The filters may have read every event's entry, and the sort
+        // every visible group: give the pages of the spilled index and
+        // lists back (the screen reads a window of them again).
         self.idx.release();
+        self.groups.release();
+        if let Some(events) = &self.events {
+            events.release();
+        }
     }
 
     fn sort_groups(&self, groups: &mut [u32]) {
