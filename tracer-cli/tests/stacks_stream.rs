@@ -94,3 +94,25 @@ fn stream_goes_with_the_text_and_json_views_only() {
         assert!(first.contains("--stream"), "{args:?}: {err}");
     }
 }
+
+/// `--memory-budget` changes where the index lives, never what is
+/// printed: 160,000 events, whose event index spills by default and stays
+/// in memory with 512 MiB.
+#[test]
+fn the_memory_budget_changes_no_output() {
+    let f = write("budget.dat", testdata::demo(20_000, 4));
+    for view in [&["--stacks"][..], &["--json"]] {
+        let default = common::report_ok(view, &f);
+        let budget = common::report_ok(&[view, &["--memory-budget", "512"]].concat(), &f);
+        assert!(budget == default, "{view:?}");
+    }
+    let (_, err, ok) = common::report(&["--memory-budget", "100"], &f);
+    assert!(!ok);
+    assert_eq!(
+        err,
+        "tracer-cli: --memory-budget goes with --stacks, --json, --folded or --pprof\n"
+    );
+    let (_, err, ok) = common::report(&["--stacks", "--memory-budget", "63"], &f);
+    assert!(!ok);
+    assert!(err.starts_with("error: invalid value '63' for '--memory-budget <MIB>': the index needs at least 64 MiB\n"), "{err}");
+}

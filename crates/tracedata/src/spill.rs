@@ -10,6 +10,11 @@
 //! stay in the page cache, the kernel may write them out under memory
 //! pressure, and the next access reads them again. Where no temporary file
 //! can be made the array stays in memory.
+//!
+//! [`set_memory_budget`] lets arrays grow in memory past [`SPILL_BYTES`]
+//! while all of them together stay within a budget: a whole index that
+//! fits is built without the cost of temporary files (making and giving
+//! back their pages), and a larger one still spills.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -17,6 +22,7 @@ use std::fmt;
 use std::fs::File;
 use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Values that are plain bytes: safe to store in a file and read back.
 ///
@@ -39,6 +45,30 @@ unsafe impl Plain for u64 {}
 /// Size from which a [`SpillVec`] moves into a temporary file.
 pub const SPILL_BYTES: usize = 4 << 20;
 
+/// Bytes the in-memory arrays of this process hold (their capacity).
+static IN_MEMORY: AtomicUsize = AtomicUsize::new(0);
+/// What they may hold together (see [`set_memory_budget`]).
+static BUDGET: AtomicUsize = AtomicUsize::new(0);
+
+/// Lets the arrays of this process hold up to `bytes` in memory together:
+/// past [`SPILL_BYTES`], an array that must grow spills unless the others
+/// and its doubling fit. An array of up to [`SPILL_BYTES`] always stays in
+/// memory. 0, the default, spills each array at [`SPILL_BYTES`]: the least
+/// memory. Arrays already spilled stay in their files.
+pub fn set_memory_budget(bytes: usize) {
+    BUDGET.store(bytes, Ordering::Relaxed);
+}
+
+/// Bytes the in-memory arrays of this process hold now.
+pub fn in_memory() -> usize {
+    IN_MEMORY.load(Ordering::Relaxed)
+}
+
+/// Whether `extra` more bytes in memory stay within the budget.
+fn fits_in_memory(extra: usize) -> bool {
+    IN_MEMORY.load(Ordering::Relaxed).saturating_add(extra) <= BUDGET.load(Ordering::Relaxed)
+}
+
 /// Values sorted in one run by [`SpillVec::into_sorted_by_key`].
 pub const SORT_RUN: usize = 1 << 20;
 
@@ -54,6 +84,8 @@ pub struct SpillVec<T: Plain> {
     len: usize,
     /// Bytes from the start whose pages were given back behind the writer.
     released: usize,
+    /// Bytes of [`IN_MEMORY`] this array holds: its vector's capacity.
+    counted: usize,
     _t: PhantomData<T>,
 }
 
@@ -78,6 +110,7 @@ impl<T: Plain> Default for SpillVec<T> {
             store: Store::Mem(Vec::new()),
             len: 0,
             released: 0,
+            counted: 0,
             _t: PhantomData,
         }
     }
@@ -123,11 +156,18 @@ impl<T: Plain> SpillVec<T> {
     pub fn push(&mut self, v: T) {
         let size = std::mem::size_of::<T>();
         if let Store::Mem(vals) = &self.store {
-            if (vals.len() + 1) * size <= SPILL_BYTES || !self.spill() {
+            // Past SPILL_BYTES, a vector that must grow stays in memory
+            // only if the budget has room for its doubling, and for the
+            // copy: the old buffer lives until the new one is filled.
+            let stays = (vals.len() + 1) * size <= SPILL_BYTES
+                || vals.len() < vals.capacity()
+                || fits_in_memory(2 * vals.capacity() * size);
+            if stays || !self.spill() {
                 if let Store::Mem(vals) = &mut self.store {
                     vals.push(v);
                     self.len += 1;
                 }
+                self.recount();
                 return;
             }
         }
@@ -191,6 +231,20 @@ impl<T: Plain> SpillVec<T> {
         }
     }
 
+    /// Brings [`IN_MEMORY`] up to date with the vector's capacity.
+    fn recount(&mut self) {
+        let now = match &self.store {
+            Store::Mem(vals) => vals.capacity() * std::mem::size_of::<T>(),
+            Store::File { .. } => 0,
+        };
+        if now > self.counted {
+            IN_MEMORY.fetch_add(now - self.counted, Ordering::Relaxed);
+        } else {
+            IN_MEMORY.fetch_sub(self.counted - now, Ordering::Relaxed);
+        }
+        self.counted = now;
+    }
+
     /// Moves the values into a temporary file; false (and nothing changed)
     /// when none can be made.
     fn spill(&mut self) -> bool {
@@ -206,6 +260,7 @@ impl<T: Plain> SpillVec<T> {
         map[..bytes.len()].copy_from_slice(bytes);
         self.store = Store::File { file, map, cap };
         self.released = 0;
+        self.recount();
         true
     }
 
@@ -279,6 +334,7 @@ impl<T: Plain> SpillVec<T> {
     fn unspill(&mut self) {
         let vals = self.to_vec();
         self.store = Store::Mem(vals);
+        self.recount();
     }
 
     /// The values as bytes.
@@ -300,6 +356,12 @@ fn temp_map(len: usize) -> Option<(File, memmap2::MmapMut)> {
     // nothing else truncates or writes it while it is mapped.
     let map = unsafe { memmap2::MmapMut::map_mut(&f) }.ok()?;
     Some((f, map))
+}
+
+impl<T: Plain> Drop for SpillVec<T> {
+    fn drop(&mut self) {
+        IN_MEMORY.fetch_sub(self.counted, Ordering::Relaxed);
+    }
 }
 
 impl<T: Plain> Deref for SpillVec<T> {

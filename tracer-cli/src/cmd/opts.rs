@@ -42,6 +42,45 @@ impl InstanceSelection {
     }
 }
 
+/// `--memory-budget` of the stitched views (`report --stacks` and the
+/// forms beside it, `tui`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct MemoryOpts {
+    /// Memory the stitched index may take, in MiB (at least 64): its
+    /// arrays stay in memory up to about this much less 48 MiB (what
+    /// reading the file, libtraceevent and sorting take) and go to
+    /// temporary files past it. By default they go there at 4 MiB each,
+    /// for the least memory (about 50 MiB whatever the trace's size); a
+    /// budget that holds the whole index builds it faster.
+    #[arg(long = "memory-budget", value_name = "MIB", value_parser = MemoryOpts::parse_mib)]
+    pub memory_budget: Option<u64>,
+}
+
+impl MemoryOpts {
+    /// The smallest budget: what the process takes besides the index.
+    const MIN_MIB: u64 = 64;
+    /// What reading the file, libtraceevent and sorting take, in MiB.
+    const RESERVED_MIB: u64 = 48;
+
+    fn parse_mib(s: &str) -> std::result::Result<u64, String> {
+        match s.parse::<u64>() {
+            Ok(n) if n >= Self::MIN_MIB => Ok(n),
+            Ok(_) => Err(format!("the index needs at least {} MiB", Self::MIN_MIB)),
+            Err(_) => Err("not a number of MiB".into()),
+        }
+    }
+
+    /// Sets the budget of the index's arrays for this process.
+    pub fn apply(&self) {
+        if let Some(mib) = self.memory_budget {
+            let arrays = mib.saturating_sub(Self::RESERVED_MIB) << 20;
+            ustack_tracedata::spill::set_memory_budget(
+                usize::try_from(arrays).unwrap_or(usize::MAX),
+            );
+        }
+    }
+}
+
 /// The trace.dat output options of `record` and `extract`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct OutputOpts {

@@ -67,6 +67,9 @@ pub struct Args {
     /// complete (by time within a batch).
     #[arg(long, conflicts_with_all = ["folded", "pprof"])]
     pub stream: bool,
+    /// With the stitched views: --memory-budget.
+    #[command(flatten)]
+    pub memory: super::opts::MemoryOpts,
     /// Print every event's fields raw instead of its print format.
     #[arg(short = 'R')]
     pub raw: bool,
@@ -264,6 +267,9 @@ pub fn run(args: Args, matches: &clap::ArgMatches) -> Result<()> {
     }
     if args.stacks || args.json || args.folded || args.pprof.is_some() {
         return run_stacks(&args, matches);
+    }
+    if args.memory.memory_budget.is_some() {
+        bail!("--memory-budget goes with --stacks, --json, --folded or --pprof");
     }
     // A word after -V that is no level is the file, unless there is one.
     if let Some(v) = &args.verbose {
@@ -471,6 +477,7 @@ fn ts_offset_per_file(args: &Args, matches: &clap::ArgMatches, files: usize) -> 
 
 /// `report --stacks|--json|--folded`.
 fn run_stacks(args: &Args, matches: &clap::ArgMatches) -> Result<()> {
+    args.memory.apply();
     let mode = if args.pprof.is_some() {
         Mode::Pprof
     } else if args.json {

@@ -72,6 +72,9 @@ pub struct Args {
     /// --invert), --cpu, --pid, --comm, --time, as report --stacks.
     #[command(flatten)]
     pub select: super::select::SelectArgs,
+    /// --memory-budget of the index.
+    #[command(flatten)]
+    pub memory: super::opts::MemoryOpts,
     /// With --live: save the whole recording to this file on quit.
     #[arg(short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -84,6 +87,7 @@ pub struct Args {
 /// Runs `tracer-cli tui`; `m` are its matches (for `-e`/`-f` order).
 pub fn run(args: Args, m: &ArgMatches) -> Result<()> {
     let tty = std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+    args.memory.apply();
     let select = args.select.selection(m)?;
     if args.live {
         if !tty {
