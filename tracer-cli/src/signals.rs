@@ -117,7 +117,7 @@ fn abort(sig: Signal) -> ! {
         for e in errors {
             say(&format!("tracer-cli: {e}"));
         }
-        ustack_tracefs::remove_dirs_after_exit(&busy);
+        ustack_tracefs::remove_dirs_after_exit(&busy, r.journal().as_deref());
     }
     for f in ABORT_FILES.lock().unwrap_or_else(|p| p.into_inner()).iter() {
         let _ = std::fs::remove_file(f);

@@ -678,3 +678,60 @@ fn tui_live_symbolizes_what_record_does() {
     );
     drop(inst);
 }
+
+/// The pid of the program a tmux pane runs under `sh -c` (the shell's
+/// child).
+fn pane_program(t: &Tmux) -> u32 {
+    let o = t.cmd(&["list-panes", "-t", "t", "-F", "#{pane_pid}"]);
+    let sh = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let children = std::fs::read_to_string(format!("/proc/{sh}/task/{sh}/children")).unwrap();
+    children.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// Closing the terminal of a `tui --live` (a hangup to every process of
+/// the session) restores everything, as Ctrl-C does: its instance, the
+/// process watcher's `ustack-procs-PID` and the journal of its settings are
+/// gone. The watcher's instance used to stay: the helper that removes it
+/// after the exit had inherited copies of its readers' files.
+#[test]
+#[ignore = "needs root and tracefs"]
+fn tui_live_hangup_leaves_nothing_behind() {
+    let root = nix::unistd::geteuid().is_root();
+    let instances = Path::new("/sys/kernel/tracing/instances");
+    if !have_tmux() || !root || !instances.exists() {
+        panic!("this host test cannot run: needs root, tmux and tracefs");
+    }
+    let dir = std::env::temp_dir().join(format!("tracer-cli-tmux-hup-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let inst = format!("tui-hup-{}", std::process::id());
+    let t = Tmux::start(
+        format!("tracer-cli-hup-{}", std::process::id()),
+        "110",
+        &format!(
+            "{} tui --live -B {inst} -e raw_syscalls:sys_enter -- sleep 60",
+            env!("CARGO_BIN_EXE_tracer-cli"),
+        ),
+        &dir.join("exit"),
+    );
+    t.wait_for("live: recording");
+    let pid = pane_program(&t);
+    let watcher = instances.join(format!("ustack-procs-{pid}"));
+    let journal = Path::new("/run/ustack").join(format!("instance-{inst}.state"));
+    assert!(watcher.exists() && instances.join(&inst).exists());
+    drop(t);
+    let start = Instant::now();
+    let left = || {
+        [instances.join(&inst), watcher.clone(), journal.clone()]
+            .into_iter()
+            .filter(|p| p.exists())
+            .collect::<Vec<_>>()
+    };
+    while !left().is_empty() && start.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(left().is_empty(), "left behind: {:?}", left());
+    // Gone, or a zombie its dead tmux server has not reaped.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(stat.is_empty() || stat.contains(") Z "), "{stat}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -121,6 +121,12 @@ impl Restorer {
         (errors, busy)
     }
 
+    /// The journal file of the settings, while it is kept: after a restore
+    /// that left instances to remove later, for whoever removes them.
+    pub fn journal(&self) -> Option<PathBuf> {
+        self.lock().journal.clone()
+    }
+
     /// How many settings are waiting to be restored.
     pub fn pending(&self) -> usize {
         self.lock().entries.len()
@@ -130,23 +136,35 @@ impl Restorer {
 /// Removes the directories (instances still held open by this process's
 /// readers, as [`Restorer::restore_deferring_busy`] returns them) from a
 /// small child process once this process has exited (waiting up to 10 s
-/// for that). For a process about to exit without closing its readers.
-pub fn remove_dirs_after_exit(dirs: &[PathBuf]) {
+/// for that), then `journal` (see [`Restorer::journal`]) if every one is
+/// gone: nothing is left to restore. For a process about to exit without
+/// closing its readers.
+///
+/// The child closes every file it inherited first: a copy of a reader's
+/// file in it would keep the instance busy for good.
+pub fn remove_dirs_after_exit(dirs: &[PathBuf], journal: Option<&std::path::Path>) {
     use std::os::unix::ffi::OsStrExt;
-    let paths: Vec<std::ffi::CString> = dirs
-        .iter()
-        .filter_map(|d| std::ffi::CString::new(d.as_os_str().as_bytes()).ok())
-        .collect();
+    let cstr = |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_bytes()).ok();
+    let paths: Vec<std::ffi::CString> = dirs.iter().filter_map(|d| cstr(d)).collect();
     if paths.is_empty() {
         return;
     }
+    let journal = journal.and_then(cstr);
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the child only calls async-signal-safe functions (getppid,
-    // nanosleep, rmdir, _exit) on data prepared before the fork.
+    // SAFETY: the child only calls async-signal-safe functions (close,
+    // getppid, nanosleep, rmdir, unlink, _exit) on data prepared before
+    // the fork.
     if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
         // SAFETY: in the forked child: only async-signal-safe libc calls,
         // on the C strings built before the fork; it ends with _exit.
         unsafe {
+            let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
+                n if n > 0 => n.min(1 << 16) as libc::c_int,
+                _ => 1024,
+            };
+            for fd in 3..max {
+                libc::close(fd);
+            }
             let tick = libc::timespec {
                 tv_sec: 0,
                 tv_nsec: 20_000_000,
@@ -158,8 +176,14 @@ pub fn remove_dirs_after_exit(dirs: &[PathBuf]) {
                 }
                 libc::nanosleep(&tick, std::ptr::null_mut());
             }
+            let mut all = true;
             for p in &paths {
-                libc::rmdir(p.as_ptr());
+                if libc::rmdir(p.as_ptr()) != 0 && *libc::__errno_location() != libc::ENOENT {
+                    all = false;
+                }
+            }
+            if let (true, Some(j)) = (all, &journal) {
+                libc::unlink(j.as_ptr());
             }
             libc::_exit(0);
         }
