@@ -733,5 +733,7 @@ fn tui_live_hangup_leaves_nothing_behind() {
     // Gone, or a zombie its dead tmux server has not reaped.
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     assert!(stat.is_empty() || stat.contains(") Z "), "{stat}");
+    // The lock file of a killed run stays (the next run takes it over).
+    std::fs::remove_file(journal.with_extension("lock")).ok();
     std::fs::remove_dir_all(&dir).ok();
 }
