@@ -18,7 +18,8 @@
 #   * first screen: ustack-bench tui-first, what `tracer-cli tui` draws
 #     before the whole file is indexed (median of 3, ms, and peak RSS);
 #   * full index: ustack-bench tui, open + whole index + first draw (1 run);
-#   * `report --stacks | head -50`, `report --stacks --stream | head -50`,
+#   * `report --stacks | head -50`, the same with `--memory-budget 256`
+#     (the index in memory up to 256 MiB), `report --stacks --stream | head -50`,
 #     `report | head -50` and `trace-cmd report | head -50`: wall time
 #     until the pipe is done, and the peak RSS of the reporter;
 #   * `report --stacks --stream > /dev/null`: the whole streamed view;
@@ -87,9 +88,10 @@ bench_row() {
 	full=$("$B" tui "$f" 1 | awk -F'|' '{ gsub(/ /, "", $5); split($7, a, "peak RSS "); printf "%.2f s / %s", $5 / 1000, a[2] }')
 	events=$("$B" decode "$f" 1 | awk -F'|' '{ gsub(/ /, "", $3); print $3 }')
 	[ "$3" -le "$TC_MAX" ] && tc=$(col trace-cmd report -i "$f")
-	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
+	printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$events" \
 		"$(du -m "$f" | cut -f1) MiB" "$first" "${full% |}" \
 		"$(head_col "$T" report --stacks -i "$f")" \
+		"$(head_col "$T" report --stacks --memory-budget 256 -i "$f")" \
 		"$(head_col "$T" report --stacks --stream -i "$f")" \
 		"$(col "$T" report --stacks --stream -i "$f")" \
 		"$(head_col "$T" report -i "$f")" \
@@ -97,8 +99,8 @@ bench_row() {
 		"$(col "$T" report -i "$f")" "$tc"
 }
 
-echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report --stacks --stream \\| head -50 | report --stacks --stream | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| file | events | size | first screen (ms / peak RSS) | full index (s / peak RSS) | report --stacks \\| head -50 | report --stacks --memory-budget 256 \\| head -50 | report --stacks --stream \\| head -50 | report --stacks --stream | report \\| head -50 | trace-cmd report \\| head -50 | report | trace-cmd report |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for n in $SIZES; do
 	"$B" gen-cookie "$W/demo-$n.dat" $((n * 1000000 / 8)) zstd
 	bench_row "demo-${n}M" "$W/demo-$n.dat" "$n"
