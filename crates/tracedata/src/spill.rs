@@ -156,12 +156,16 @@ impl<T: Plain> SpillVec<T> {
     pub fn push(&mut self, v: T) {
         let size = std::mem::size_of::<T>();
         if let Store::Mem(vals) = &self.store {
-            // Past SPILL_BYTES, a vector that must grow stays in memory
-            // only if the budget has room for its doubling, and for the
-            // copy: the old buffer lives until the new one is filled.
+            // Past SPILL_BYTES a vector stays in memory only within the
+            // budget: as it is (its capacity is counted already), or, when
+            // it must grow, with room for its doubling and for the copy
+            // (the old buffer lives until the new one is filled).
             let stays = (vals.len() + 1) * size <= SPILL_BYTES
-                || vals.len() < vals.capacity()
-                || fits_in_memory(2 * vals.capacity() * size);
+                || if vals.len() < vals.capacity() {
+                    fits_in_memory(0)
+                } else {
+                    fits_in_memory(2 * vals.capacity() * size)
+                };
             if stays || !self.spill() {
                 if let Store::Mem(vals) = &mut self.store {
                     vals.push(v);
