@@ -139,8 +139,10 @@ pub fn write_file(f: &TraceFile, view: &View, out: &mut dyn Write) -> Result<Wri
     let (mode, nsec) = (view.mode, view.nsec);
     let buf = file::buffer(f, None)?;
     let idx = file::load(f, buf);
-    let mut sym = file::symbolizer_for(f, &idx, view.symfs.clone());
+    // libtraceevent's handle first: it reads kallsyms into memory for a
+    // moment, which is better not beside the symbolizer's copy.
     let mut texts = crate::text::Texts::for_file(f);
+    let mut sym = file::symbolizer_for(f, &idx, view.symfs.clone());
     texts
         .set_filters(&view.select.filters, &view.select.neg_filters)
         .map_err(anyhow::Error::msg)?;

@@ -43,7 +43,7 @@ unsafe impl Plain for u32 {}
 unsafe impl Plain for u64 {}
 
 /// Size from which a [`SpillVec`] moves into a temporary file.
-pub const SPILL_BYTES: usize = 4 << 20;
+pub const SPILL_BYTES: usize = 1 << 20;
 
 /// Bytes the in-memory arrays of this process hold (their capacity).
 static IN_MEMORY: AtomicUsize = AtomicUsize::new(0);

@@ -131,8 +131,9 @@ fn selection(
     let Some(buf) = f.buffers().get(buffer) else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let sym = ustack_stitch::file::symbolizer(f);
+    // libtraceevent's handle first (see FileSource::new).
     let mut texts = ustack_printer::text::Texts::for_file(f);
+    let sym = ustack_stitch::file::symbolizer(f);
     texts
         .set_filters(&select.filters, &select.neg_filters)
         .map_err(Error)?;

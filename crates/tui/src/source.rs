@@ -47,8 +47,10 @@ impl FileSource {
     /// symbolizer over its saved kallsyms and process maps. The file may
     /// be shared with a thread that indexes it.
     pub fn new(file: Arc<TraceFile>, buffer: usize) -> Self {
-        let sym = file::symbolizer(&file);
+        // libtraceevent's handle first: it reads kallsyms into memory for
+        // a moment, which is better not beside the symbolizer's copy.
         let texts = ustack_printer::text::Texts::for_file(&file);
+        let sym = file::symbolizer(&file);
         FileSource {
             file,
             buffer,

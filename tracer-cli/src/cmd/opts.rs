@@ -49,8 +49,8 @@ pub struct MemoryOpts {
     /// Memory the stitched index may take, in MiB (at least 64): its
     /// arrays stay in memory up to about this much less 48 MiB (what
     /// reading the file, libtraceevent and sorting take) and go to
-    /// temporary files past it. By default they go there at 4 MiB each,
-    /// for the least memory (about 50 MiB whatever the trace's size); a
+    /// temporary files past it. By default they go there at 1 MiB each,
+    /// for the least memory (about 30-50 MiB whatever the trace's size); a
     /// budget that holds the whole index builds it faster.
     #[arg(long = "memory-budget", value_name = "MIB", value_parser = MemoryOpts::parse_mib)]
     pub memory_budget: Option<u64>,
