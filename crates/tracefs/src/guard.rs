@@ -149,11 +149,17 @@ pub fn remove_dirs_after_exit(dirs: &[PathBuf], journal: Option<&std::path::Path
     if paths.is_empty() {
         return;
     }
-    let journal = journal.and_then(cstr);
+    // The journal as it is now: a run that starts once this process is
+    // gone writes a new one at the same path, which must stay.
+    let journal = journal.and_then(|j| {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(j).ok()?;
+        Some((cstr(j)?, m.dev(), m.ino()))
+    });
     let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the child only calls async-signal-safe functions (close,
-    // getppid, nanosleep, rmdir, unlink, _exit) on data prepared before
-    // the fork.
+    // SAFETY: the child only calls async-signal-safe functions (sysconf,
+    // close, getppid, nanosleep, rmdir, stat, unlink, _exit) on data
+    // prepared before the fork.
     if let Ok(nix::unistd::ForkResult::Child) = unsafe { nix::unistd::fork() } {
         // SAFETY: in the forked child: only async-signal-safe libc calls,
         // on the C strings built before the fork; it ends with _exit.
@@ -182,8 +188,11 @@ pub fn remove_dirs_after_exit(dirs: &[PathBuf], journal: Option<&std::path::Path
                     all = false;
                 }
             }
-            if let (true, Some(j)) = (all, &journal) {
-                libc::unlink(j.as_ptr());
+            if let (true, Some((j, dev, ino))) = (all, &journal) {
+                let mut st: libc::stat = std::mem::zeroed();
+                if libc::stat(j.as_ptr(), &mut st) == 0 && st.st_dev == *dev && st.st_ino == *ino {
+                    libc::unlink(j.as_ptr());
+                }
             }
             libc::_exit(0);
         }
