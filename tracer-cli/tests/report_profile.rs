@@ -93,17 +93,29 @@ fn tie_key(line: &str) -> String {
     format!("{name} {total}")
 }
 
+/// How the lines libtraceevent prints as `-V`'s plugins are unloaded start.
+const LIBTRACEEVENT_AT_EXIT: &str = "removing override handler for event ";
+
 /// The profile with each run of tied events sorted by text, and the
 /// groups of `--by-comm` by name; also how many runs had to be sorted.
 fn canonical(text: &str) -> (String, usize) {
     // Sections: a header (`\ntask: ..`, `\ngroup: ..`, `Global ..`, or
     // what comes first) and its event blocks.
     let mut sections: Vec<(String, Vec<(String, String)>)> = vec![(String::new(), Vec::new())];
-    let lines: Vec<&str> = text
+    let mut lines: Vec<&str> = text
         .strip_suffix('\n')
         .unwrap_or(text)
         .split('\n')
         .collect();
+    // libtraceevent's messages at the end (`-V`: its plugins going away)
+    // follow the whole profile, not the last event block, which a sort of
+    // tied events may move.
+    let tail = lines
+        .iter()
+        .rev()
+        .take_while(|l| l.starts_with(LIBTRACEEVENT_AT_EXIT))
+        .count();
+    let trailer: Vec<&str> = lines.split_off(lines.len() - tail);
     let mut i = 0;
     while i < lines.len() {
         let l = lines[i];
@@ -148,7 +160,11 @@ fn canonical(text: &str) -> (String, usize) {
             run.sort();
         }
     }
-    let text = parts.into_iter().map(|(h, b)| h + &b).collect();
+    let mut text: String = parts.into_iter().map(|(h, b)| h + &b).collect();
+    for l in trailer {
+        text.push_str(l);
+        text.push('\n');
+    }
     (text, sorted_runs)
 }
 
@@ -306,6 +322,22 @@ fn canonical_sorts_only_tied_events_and_groups() {
     ]);
     assert_eq!(c, want);
     assert_eq!(runs, 1);
+    // `-V`'s last lines stay last, whichever tied event came last (a CI
+    // run had them follow the other one of a tied pair).
+    let exit = [
+        "removing override handler for event (1) ftrace:function. Going back to default handler.",
+    ];
+    let tied = |a: &str, b: &str| {
+        let mut l = vec!["task: t-1", a, b];
+        l.extend(exit);
+        canonical(&lines(&l)).0
+    };
+    let (one, two) = (
+        "  Event: x:0x3 (1) Total: 4 Avg: 4",
+        "  Event: x:0x1 (1) Total: 4 Avg: 4",
+    );
+    assert_eq!(tied(one, two), tied(two, one));
+    assert!(tied(one, two).ends_with(&format!("{}\n", exit[0])));
 }
 
 /// `-H` is printed as trace-cmd reads it, and a malformed one is refused
