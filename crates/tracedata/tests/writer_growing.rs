@@ -9,80 +9,39 @@
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ustack_tracedata::compress::Compression;
-use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 use ustack_tracedata::reader::{Item, TraceFile};
 use ustack_tracedata::writer::{
-    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, GrowingTraceDat, LibMap,
-    ProcMap, TraceMeta, WriteOptions,
+    write_trace_dat, BufferData, CpuData, FileVersion, GrowingTraceDat, LibMap, ProcMap, TraceMeta,
+    WriteOptions,
 };
 
-const PAGE: usize = 4096;
-const EVENT_ID: u16 = 500;
-const EVENTS_PER_PAGE: u64 = 100;
+mod common;
+
+use common::{
+    sample_meta, sample_page, trace_cmd_available, trace_cmd_quiet, EVENTS_PER_PAGE, PAGE,
+};
+
 /// A slot far larger than the data: the file is sparse.
 const SLOT: u64 = 1 << 30;
-
-fn format_text(name: &str, id: u16) -> String {
-    format!(
-        "name: {name}
-ID: {id}
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
-
-\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;
-
-print fmt: \"value=%llu\", REC->value
-"
-    )
-}
 
 /// Pages `first..first + pages` of a CPU: `EVENTS_PER_PAGE` events each
 /// (16-byte payloads), their values and times following the page number.
 fn pages(cpu: u32, first: u64, pages: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in first..first + pages {
-        let base = 1_000_000_000 + p * 1_000_000 + u64::from(cpu) * 7;
-        let mut page = Vec::with_capacity(PAGE);
-        page.extend_from_slice(&base.to_le_bytes());
-        page.extend_from_slice(&(EVENTS_PER_PAGE * 20).to_le_bytes());
-        for i in 0..EVENTS_PER_PAGE {
-            let delta = 1000u32;
-            page.extend_from_slice(&(4u32 | (delta << 5)).to_le_bytes());
-            page.extend_from_slice(&EVENT_ID.to_le_bytes());
-            page.extend_from_slice(&[0, 0]);
-            page.extend_from_slice(&4242i32.to_le_bytes());
-            let value = (u64::from(cpu) << 40) | (p * EVENTS_PER_PAGE + i);
-            page.extend_from_slice(&value.to_le_bytes());
-        }
-        page.resize(PAGE, 0);
-        out.extend_from_slice(&page);
-    }
-    out
+    (first..first + pages)
+        .flat_map(|p| {
+            sample_page(cpu, p, |i| {
+                (u64::from(cpu) << 40) | (p * EVENTS_PER_PAGE + i)
+            })
+            .0
+        })
+        .collect()
 }
 
 fn meta(cmdlines: &str, procs: u32) -> TraceMeta {
     TraceMeta {
-        page_size: PAGE as u32,
-        long_size: 8,
-        header_page: HEADER_PAGE.as_bytes().to_vec(),
-        header_event: HEADER_EVENT.as_bytes().to_vec(),
-        ftrace_formats: vec![format_text("ustack_ft", 501).into_bytes()],
-        event_systems: vec![EventSystem {
-            name: "ustacktest".into(),
-            formats: vec![format_text("sample", EVENT_ID).into_bytes()],
-        }],
-        kallsyms: b"ffffffff81000000 T _stext\nffffffff81000100 t helper\n".to_vec(),
-        printk_formats: b"0xffffffff82000000 : \"hello %d\\n\"\n".to_vec(),
         cmdlines: cmdlines.as_bytes().to_vec(),
-        uname: Some("Linux testhost 6.18.0 x86_64".into()),
-        trace_clock: Some("[local] global counter\n".into()),
-        version: None,
         cpu_count: 4,
         procmaps: (0..procs)
             .map(|i| ProcMap {
@@ -98,7 +57,7 @@ fn meta(cmdlines: &str, procs: u32) -> TraceMeta {
                 at: None,
             })
             .collect(),
-        trace_id: None,
+        ..sample_meta()
     }
 }
 
@@ -335,19 +294,7 @@ fn data_that_outgrows_its_slot_is_refused_and_the_file_kept() {
 }
 
 fn trace_cmd(args: &[&str], path: &Path) -> String {
-    let out = Command::new("trace-cmd")
-        .args(args)
-        .arg("-i")
-        .arg(path)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.is_empty(),
-        "trace-cmd {args:?}: {:?} stderr:\n{stderr}",
-        out.status
-    );
-    String::from_utf8(out.stdout).unwrap()
+    String::from_utf8(trace_cmd_quiet(args, path, "growing")).unwrap()
 }
 
 /// The layout is a plain v7 file to trace-cmd: `report` prints what it
@@ -355,7 +302,7 @@ fn trace_cmd(args: &[&str], path: &Path) -> String {
 /// by their sizes, finds every one of them.
 #[test]
 fn trace_cmd_reads_it_as_the_whole_file() {
-    if Command::new("trace-cmd").arg("-h").output().is_err() {
+    if !trace_cmd_available() {
         return ustack_testdata::skip_unless_ci("needs trace-cmd");
     }
     let fl = Files::new("tc");

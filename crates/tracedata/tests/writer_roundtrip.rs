@@ -10,85 +10,36 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use ustack_tracedata::compress::Compression;
-use ustack_tracedata::page::build::{HEADER_EVENT, HEADER_PAGE};
 use ustack_tracedata::reader::{Item, TraceFile};
 use ustack_tracedata::writer::{
-    write_trace_dat, BufferData, CpuData, EventSystem, FileVersion, LibMap, ProcMap, TraceMeta,
-    WriteOptions,
+    write_trace_dat, BufferData, CpuData, FileVersion, LibMap, ProcMap, TraceMeta, WriteOptions,
 };
 
-const PAGE: usize = 4096;
-const EVENT_ID: u16 = 500;
-const EVENTS_PER_PAGE: u64 = 100;
+mod common;
 
-fn format_text(name: &str, id: u16) -> String {
-    format!(
-        "name: {name}
-ID: {id}
-format:
-\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
-\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
-\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
-\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+use common::{
+    sample_meta, sample_page, trace_cmd_available, trace_cmd_quiet, EVENTS_PER_PAGE, EVENT_ID, PAGE,
+};
 
-\tfield:u64 value;\toffset:8;\tsize:8;\tsigned:0;
-
-print fmt: \"value=%llu\", REC->value
-"
-    )
-}
-
-/// `pages` pages of `EVENTS_PER_PAGE` events each (16-byte payloads, time
-/// delta 10 ns); returns the bytes and the (ts, value) of every event.
+/// `pages` sample pages (see `sample_page`) with values from `first_value`
+/// on; returns the bytes and the (ts, value) of every event.
 fn make_pages(cpu: u32, pages: u64, first_value: u64) -> (Vec<u8>, Vec<(u64, u64)>) {
     let mut out = Vec::new();
     let mut events = Vec::new();
-    let mut value = first_value;
     for p in 0..pages {
-        let base = 1_000_000_000 + p * 1_000_000 + u64::from(cpu) * 7;
-        let mut page = Vec::with_capacity(PAGE);
-        page.extend_from_slice(&base.to_le_bytes());
-        let commit = EVENTS_PER_PAGE * 20;
-        page.extend_from_slice(&commit.to_le_bytes());
-        let mut ts = base;
-        for _ in 0..EVENTS_PER_PAGE {
-            let delta = 1000u32;
-            ts += u64::from(delta);
-            let header = 4u32 | (delta << 5); // type_len 4 = 16-byte payload
-            page.extend_from_slice(&header.to_le_bytes());
-            page.extend_from_slice(&EVENT_ID.to_le_bytes());
-            page.extend_from_slice(&[0, 0]); // flags, preempt count
-            page.extend_from_slice(&4242i32.to_le_bytes());
-            page.extend_from_slice(&value.to_le_bytes());
-            events.push((ts, value));
-            value += 1;
-        }
-        page.resize(PAGE, 0);
+        let first = first_value + p * EVENTS_PER_PAGE;
+        let (page, times) = sample_page(cpu, p, |i| first + i);
         out.extend_from_slice(&page);
+        events.extend(times.into_iter().zip(first..));
     }
     (out, events)
 }
 
 fn meta() -> TraceMeta {
     TraceMeta {
-        page_size: PAGE as u32,
-        long_size: 8,
-        header_page: HEADER_PAGE.as_bytes().to_vec(),
-        header_event: HEADER_EVENT.as_bytes().to_vec(),
-        ftrace_formats: vec![format_text("ustack_ft", 501).into_bytes()],
-        event_systems: vec![EventSystem {
-            name: "ustacktest".into(),
-            formats: vec![format_text("sample", EVENT_ID).into_bytes()],
-        }],
-        kallsyms: b"ffffffff81000000 T _stext\nffffffff81000100 t helper\n".to_vec(),
-        printk_formats: b"0xffffffff82000000 : \"hello %d\\n\"\n".to_vec(),
         cmdlines: b"4242 sampler\n".to_vec(),
-        uname: Some("Linux testhost 6.18.0 x86_64".into()),
-        trace_clock: Some("[local] global counter\n".into()),
-        version: None,
         cpu_count: 3,
         procmaps: vec![
             ProcMap {
@@ -112,7 +63,7 @@ fn meta() -> TraceMeta {
                 at: None,
             },
         ],
-        trace_id: None,
+        ..sample_meta()
     }
 }
 
@@ -308,28 +259,6 @@ fn reader_gets_back_everything() {
         }
     }
     fs::remove_dir_all(&s.dir).unwrap();
-}
-
-fn trace_cmd_available() -> bool {
-    Command::new("trace-cmd").arg("-h").output().is_ok()
-}
-
-/// Runs `trace-cmd ARGS -i path`, which must succeed and print nothing on
-/// stderr; returns its stdout.
-fn trace_cmd_quiet(args: &[&str], path: &Path, tag: &str) -> Vec<u8> {
-    let out = Command::new("trace-cmd")
-        .args(args)
-        .arg("-i")
-        .arg(path)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success() && stderr.is_empty(),
-        "{tag}: trace-cmd {args:?}: {:?} stderr:\n{stderr}",
-        out.status
-    );
-    out.stdout
 }
 
 #[test]
